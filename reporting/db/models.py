@@ -1,0 +1,169 @@
+"""Typed SQLAlchemy 2 models of the reporting database.
+
+The Alembic chain in ``alembic/versions`` creates exactly these tables; a test
+compares the two (``alembic check`` style) on SQLite and PostgreSQL.
+
+All instants are stored as naive UTC ``DateTime`` with microseconds: both SQLite
+(ISO text) and PostgreSQL (``timestamp without time zone``) then order them the
+same way, and the API renders them with ``mapping.event.format_timestamp``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# Deterministic constraint names so migrations and drift checks agree on both dialects.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# BIGINT on PostgreSQL, but INTEGER on SQLite so the column is a rowid alias and
+# autoincrements.
+BigIntId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: JSON}
+
+
+class Event(Base):
+    """One stored canonical event.  ``seq`` is the receipt order (SPEC §3.4)."""
+
+    __tablename__ = "events"
+
+    seq: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    event_id: Mapped[str] = mapped_column(String(255), unique=True)
+    event_type: Mapped[str] = mapped_column(String(255))
+    platform: Mapped[str] = mapped_column(String(64))
+    cloud: Mapped[str] = mapped_column(String(255))
+    resource_type: Mapped[str] = mapped_column(String(64))
+    resource_id: Mapped[str] = mapped_column(String(255))
+    project_id: Mapped[str] = mapped_column(String(255))
+    timestamp: Mapped[dt.datetime] = mapped_column(DateTime())
+    source: Mapped[str] = mapped_column(String(32))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    received_at: Mapped[dt.datetime] = mapped_column(DateTime())
+
+    __table_args__ = (
+        # The fold reads one resource's history in (timestamp, seq) order.
+        Index(
+            "ix_events_resource_order",
+            "platform", "cloud", "resource_type", "resource_id", "timestamp", "seq",
+        ),
+        Index("ix_events_cloud_received", "cloud", "received_at"),
+    )
+
+
+class CurrentResource(Base):
+    """The projection: the fold of one resource's whole history (SPEC §3.4)."""
+
+    __tablename__ = "current_resources"
+
+    platform: Mapped[str] = mapped_column(String(64), primary_key=True)
+    cloud: Mapped[str] = mapped_column(String(255), primary_key=True)
+    resource_type: Mapped[str] = mapped_column(String(64), primary_key=True)
+    resource_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(255))
+    state: Mapped[str | None] = mapped_column(String(255))
+    size: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    live: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[dt.datetime | None] = mapped_column(DateTime())
+    deleted_at: Mapped[dt.datetime | None] = mapped_column(DateTime())
+    last_event_at: Mapped[dt.datetime] = mapped_column(DateTime())
+    last_event_id: Mapped[str] = mapped_column(String(255))
+    # seq of the newest event in fold order: lets an in-order event be folded
+    # incrementally and a late one trigger a replay.
+    last_event_seq: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        Index("ix_current_resources_cloud_type_live", "cloud", "resource_type", "live"),
+        Index("ix_current_resources_project", "project_id"),
+    )
+
+
+class RejectedEvent(Base):
+    """The dead letter: an item that failed the event or size schema (SPEC §3.2)."""
+
+    __tablename__ = "rejected_events"
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    received_at: Mapped[dt.datetime] = mapped_column(DateTime())
+    cloud: Mapped[str | None] = mapped_column(String(255))
+    event_id: Mapped[str | None] = mapped_column(String(255))
+    reason: Mapped[str] = mapped_column(Text)
+    raw: Mapped[Any] = mapped_column(JSON)
+    # Set when a replay ingested the row; replayed rows stay for the audit trail.
+    replayed_at: Mapped[dt.datetime | None] = mapped_column(DateTime())
+
+    __table_args__ = (Index("ix_rejected_events_cloud_received", "cloud", "received_at"),)
+
+
+class ResourceType(Base):
+    """A registered size schema per (platform, resource_type) (SPEC §3.3)."""
+
+    __tablename__ = "resource_types"
+
+    platform: Mapped[str] = mapped_column(String(64), primary_key=True)
+    resource_type: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size_schema: Mapped[dict[str, Any]] = mapped_column(JSON)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime())
+
+
+class SizeName(Base):
+    """A platform id that ingest replaces by its name, e.g. a cinder volume type."""
+
+    __tablename__ = "size_names"
+
+    platform: Mapped[str] = mapped_column(String(64), primary_key=True)
+    cloud: Mapped[str] = mapped_column(String(255), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64), primary_key=True)  # e.g. "volume_type"
+    size_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime())
+
+
+class SyncRun(Base):
+    """One reconciliation run of one cloud (SPEC §6)."""
+
+    __tablename__ = "sync_runs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    cloud: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16))  # running, completed, failed
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime())
+    completed_at: Mapped[dt.datetime | None] = mapped_column(DateTime())
+    stats: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+    __table_args__ = (Index("ix_sync_runs_cloud_status_started", "cloud", "status", "started_at"),)
+
+
+class SyncLock(Base):
+    """The per-cloud run lock: a lease row, so it holds across replicas and a dead
+    holder's lease simply expires."""
+
+    __tablename__ = "sync_locks"
+
+    cloud: Mapped[str] = mapped_column(String(255), primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(36))
+    holder: Mapped[str] = mapped_column(String(255))
+    acquired_at: Mapped[dt.datetime] = mapped_column(DateTime())
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime())

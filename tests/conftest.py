@@ -1,0 +1,86 @@
+"""Fixtures shared by every test package.
+
+Services: the functional tests use the real PostgreSQL and RabbitMQ named by
+TALLY_TEST_PG_URL and TALLY_TEST_RABBIT_URL (tox sets both to the loopback
+defaults).  An unreachable service FAILS the test that needs it: a CI run that
+cannot reach its database must never pass by skipping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _shared_dir() -> Path:
+    # shared/ sits beside the checkout (../shared), in CI as in a session.
+    for candidate in (REPO_ROOT.parent / "shared", REPO_ROOT / "shared"):
+        if candidate.is_dir():
+            return candidate
+    raise RuntimeError("../shared (fixtures and seeds) not found beside the checkout")
+
+
+SHARED_DIR = _shared_dir()
+FIXTURES_DIR = SHARED_DIR / "fixtures"
+
+DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+DEFAULT_RABBIT_URL = "rabbit://guest:guest@127.0.0.1:5672/"
+
+
+def load_fixture(relative: str) -> Any:
+    """A JSON file below ../shared/fixtures, e.g. 'notifications/volume.retype_searchlight.json'."""
+    return json.loads((FIXTURES_DIR / relative).read_text())
+
+
+def _require_tcp(url: str, default_port: int, what: str) -> None:
+    parts = urlsplit(url.replace("postgresql+psycopg", "postgresql"))
+    host = parts.hostname or "127.0.0.1"
+    port = parts.port or default_port
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+    except OSError as exc:
+        pytest.fail(f"{what} at {host}:{port} is unreachable ({exc}); start it, tests never skip it")
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url() -> str:
+    """URL of the real PostgreSQL server's maintenance database."""
+    url = os.environ.get("TALLY_TEST_PG_URL", DEFAULT_PG_URL)
+    _require_tcp(url, 5432, "PostgreSQL")
+    return url
+
+
+@pytest.fixture
+def pg_database(pg_admin_url: str) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test; dropped afterwards."""
+    import sqlalchemy as sa
+
+    name = f"tally_test_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(pg_admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    base = sa.engine.make_url(pg_admin_url)
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def rabbit_url() -> str:
+    """transport_url of the real RabbitMQ."""
+    url = os.environ.get("TALLY_TEST_RABBIT_URL", DEFAULT_RABBIT_URL)
+    _require_tcp(url.replace("rabbit://", "amqp://"), 5672, "RabbitMQ")
+    return url
