@@ -100,6 +100,37 @@ class CurrentResource(Base):
     )
 
 
+class ResourceInterval(Base):
+    """The materialised lifecycle of a resource (``reporting.fold.Interval`` rows).
+
+    Rewritten with the row whenever the resource is folded, so ``as_of`` inventory
+    and usage are range queries instead of replays.
+    """
+
+    __tablename__ = "resource_intervals"
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(String(64))
+    cloud: Mapped[str] = mapped_column(String(255))
+    resource_type: Mapped[str] = mapped_column(String(64))
+    resource_id: Mapped[str] = mapped_column(String(255))
+    start: Mapped[dt.datetime] = mapped_column(DateTime())
+    end: Mapped[dt.datetime | None] = mapped_column(DateTime())
+    project_id: Mapped[str] = mapped_column(String(255))
+    state: Mapped[str | None] = mapped_column(String(255))
+    size: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    event_id: Mapped[str] = mapped_column(String(255))
+
+    __table_args__ = (
+        Index(
+            "ix_resource_intervals_resource",
+            "platform", "cloud", "resource_type", "resource_id", "start",
+        ),
+        Index("ix_resource_intervals_cloud_start", "cloud", "start"),
+        Index("ix_resource_intervals_project_start", "project_id", "start"),
+    )
+
+
 class RejectedEvent(Base):
     """The dead letter: an item that failed the event or size schema (SPEC §3.2)."""
 

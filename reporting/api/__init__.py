@@ -1,0 +1,1 @@
+"""HTTP layer of the Reporting API: one blueprint per resource."""

@@ -1,0 +1,42 @@
+"""JSON errors: ``{"error": {"code", "message"}}``, never a stack trace (SPEC §3)."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, jsonify
+from werkzeug.exceptions import HTTPException
+
+LOG = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """An error the API answers with a status, a stable code and a message."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+def error_response(status: int, code: str, message: str) -> tuple[Response, int]:
+    return jsonify({"error": {"code": code, "message": message}}), status
+
+
+def init_app(app: Flask) -> None:
+    @app.errorhandler(ApiError)
+    def _api_error(exc: ApiError) -> tuple[Response, int]:
+        return error_response(exc.status, exc.code, exc.message)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> tuple[Response, int]:
+        status = exc.code or 500
+        code = (exc.name or "error").lower().replace(" ", "_")
+        return error_response(status, code, exc.description or exc.name or "error")
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception) -> tuple[Response, int]:
+        # Logged with its traceback for the operator; the client gets no detail.
+        LOG.exception("unhandled error in request")
+        return error_response(500, "internal_error", "internal error")

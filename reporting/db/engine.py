@@ -1,0 +1,62 @@
+"""The reporting database: options, the engine (one per app) and sessions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from oslo_config import cfg
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+database_opts: list[cfg.Opt] = [
+    cfg.StrOpt(
+        "connection",
+        default="sqlite:///tally.sqlite",
+        secret=True,
+        help="SQLAlchemy URL of the reporting database. The default is an SQLite file "
+        "in the working directory (demo and development); use "
+        "postgresql+psycopg://user:password@host/dbname in production.",
+    ),
+    cfg.IntOpt("pool_size", default=5, min=1, help="Connections kept per process (PostgreSQL)."),
+    cfg.IntOpt("max_overflow", default=10, min=0, help="Extra connections under load (PostgreSQL)."),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_opts(database_opts, group="database")
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    # WAL lets readers run beside the single writer; busy_timeout makes concurrent
+    # writers (several gunicorn workers) wait instead of failing.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engine:
+    """Build the engine for ``url``; SQLite gets WAL and a busy timeout."""
+    parsed = sa.engine.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False})
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return sa.create_engine(
+        url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True
+    )
+
+
+def engine_from_conf(conf: cfg.ConfigOpts) -> Engine:
+    return make_engine(
+        conf.database.connection,
+        pool_size=conf.database.pool_size,
+        max_overflow=conf.database.max_overflow,
+    )
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(bind=engine, expire_on_commit=False)

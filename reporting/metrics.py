@@ -1,0 +1,61 @@
+"""Prometheus metrics of tally-reporting (SPEC §6).
+
+Under gunicorn every worker is a process: ``tally-reporting`` points
+``PROMETHEUS_MULTIPROC_DIR`` at a fresh directory before any worker imports
+prometheus_client, and ``/metrics`` then aggregates every worker's values.  Gauges
+say how they aggregate (``multiprocess_mode``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    generate_latest,
+)
+from prometheus_client import multiprocess as prometheus_multiprocess
+
+INGEST_EVENTS = Counter(
+    "tally_ingest_events",
+    "Events offered to ingest, by cloud, source and outcome (stored, duplicate, rejected).",
+    ["cloud", "source", "outcome"],
+)
+EVENTS_LAST_RECEIVED = Gauge(
+    "tally_events_last_received_timestamp",
+    "Unix time of the newest stored event per cloud.",
+    ["cloud"],
+    multiprocess_mode="max",
+)
+SYNC_RUNS = Counter(
+    "tally_sync_runs", "Reconciliation runs by cloud and final status.", ["cloud", "status"]
+)
+SYNC_RESOURCES_RECONCILED = Counter(
+    "tally_sync_resources_reconciled",
+    "Corrections booked by reconciliation, by cloud and action (created, updated, deleted).",
+    ["cloud", "action"],
+)
+SYNC_RESOURCES_DEFERRED = Counter(
+    "tally_sync_resources_deferred",
+    "Corrections a run deferred, by cloud and reason (transition, recent).",
+    ["cloud", "reason"],
+)
+SYNC_LAST_COMPLETED = Gauge(
+    "tally_sync_last_completed_timestamp",
+    "Unix time (wall clock) the newest completed run of a cloud finished.",
+    ["cloud"],
+    multiprocess_mode="max",
+)
+
+
+def exposition() -> tuple[bytes, str]:
+    """The metrics text of this process, or of every worker under multiprocess mode."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        prometheus_multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST

@@ -1,0 +1,26 @@
+"""Every option of tally-reporting, for oslo-config-generator and registration.
+
+Options are declared beside the code that reads them; this module only collects
+them (entry point ``oslo.config.opts: tally.reporting``).
+"""
+
+from __future__ import annotations
+
+from oslo_config import cfg
+
+from reporting.api import auth
+from reporting.db import engine
+
+_GROUPS: list[tuple[str, list[cfg.Opt]]] = [
+    ("database", engine.database_opts),
+    ("api", auth.api_auth_opts),
+]
+
+
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    return [(group, list(opts)) for group, opts in _GROUPS]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    for group, opts in _GROUPS:
+        conf.register_opts(opts, group=group)
