@@ -1,0 +1,208 @@
+"""The named functions the OpenStack notification table refers to.
+
+State rules, size builders and skip rules of the seed
+``openstack-notification-mapping``: each reads a legacy notification payload and
+never raises.  A value the function cannot read is left out (size members) or
+passed through as reported (states), so the Reporting API can dead-letter the
+event with a reason instead of the collector booking something nobody reported.
+
+The state normalisations are public because reconciliation normalises what the
+APIs report through the very same functions.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+Payload = Mapping[str, Any]
+StateRule = Callable[[Payload], Any]
+SizeBuilder = Callable[[Payload], dict[str, Any]]
+SkipRule = Callable[[Payload], bool]
+
+BYTES_PER_GIB: Final = 1073741824
+MIB_PER_GIB: Final = 1024
+
+# nova vm_state -> Tally state.  Anything not listed passes through unchanged:
+# replacing an unknown state by a known one would hide it.
+VM_STATE_NORMALIZATION: Final[Mapping[str, str]] = MappingProxyType({
+    "stopped": "shutoff",
+    "shelved_offloaded": "shelved",
+    # A resized server waits for confirm/revert; it is booked active until then
+    # (the seed explains why a server resized while stopped is booked active too).
+    "resized": "active",
+})
+
+# Volume events that change size or owner do not always repeat the status.
+DEFAULT_VOLUME_STATUS: Final = "available"
+
+
+def read_path(payload: Any, path: str) -> Any:
+    """The value at a dotted path (``floatingip.id``), or None where it leads nowhere."""
+    value = payload
+    for segment in path.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(segment)
+    return value
+
+
+def _number(value: Any) -> float | int | None:
+    """A finite, non-negative JSON number, else None (bools are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value < 0:
+        return None
+    return value
+
+
+def _integer(value: Any) -> int | None:
+    number = _number(value)
+    return number if isinstance(number, int) else None
+
+
+# --- state rules ---------------------------------------------------------------------
+
+
+def normalize_vm_state(state: Any) -> Any:
+    """Normalise a nova vm_state (``stopped`` -> ``shutoff``, ...).
+
+    Unknown states pass through as nova reported them; None stays None.
+    """
+    if isinstance(state, str):
+        return VM_STATE_NORMALIZATION.get(state, state)
+    return state
+
+
+def normalize_volume_status(status: Any) -> Any:
+    """A cinder status as Tally books it: absent or empty falls back to ``available``."""
+    if status is None or status == "":
+        return DEFAULT_VOLUME_STATUS
+    return status
+
+
+def vm_state(payload: Payload) -> Any:
+    """State rule ``vmState``: the payload's ``state``, normalised."""
+    return normalize_vm_state(payload.get("state"))
+
+
+def volume_status(payload: Payload) -> Any:
+    """State rule ``volumeStatus``: the payload's ``status``, ``available`` when absent."""
+    return normalize_volume_status(payload.get("status"))
+
+
+def fixed_state(state: str) -> StateRule:
+    """State rule ``fixedState(state)``: the notification type already says the state."""
+
+    def rule(payload: Payload) -> str:
+        return state
+
+    rule.__name__ = f"fixed_state({state!r})"
+    rule.__qualname__ = rule.__name__
+    return rule
+
+
+# --- size builders ---------------------------------------------------------------------
+
+
+def instance_size(payload: Payload) -> dict[str, Any]:
+    """Size builder ``instanceSize``: vcpus, ram_gb, disk_gb (root + ephemeral), flavor."""
+    size: dict[str, Any] = {}
+    vcpus = _integer(payload.get("vcpus"))
+    if vcpus is not None:
+        size["vcpus"] = vcpus
+    memory_mb = _number(payload.get("memory_mb"))
+    if memory_mb is not None:
+        size["ram_gb"] = memory_mb / MIB_PER_GIB
+    disk = _disk_gb(payload)
+    if disk is not None:
+        size["disk_gb"] = disk
+    flavor = payload.get("instance_type")
+    if isinstance(flavor, str):
+        size["flavor"] = flavor
+    return size
+
+
+def _disk_gb(payload: Payload) -> int | float | None:
+    # Either member may be absent (counts as zero); neither present leaves disk_gb
+    # out, and a present one that is not a number spoils the sum.
+    members = [name for name in ("root_gb", "ephemeral_gb") if name in payload]
+    if not members:
+        return None
+    total: int | float = 0
+    for name in members:
+        value = _number(payload[name])
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def volume_size(payload: Payload) -> dict[str, Any]:
+    """Size builder ``volumeSize``: size -> size_gb, volume_type (the type id) -> type."""
+    size: dict[str, Any] = {}
+    size_gb = _number(payload.get("size"))
+    if size_gb is not None:
+        size["size_gb"] = size_gb
+    volume_type = payload.get("volume_type")
+    if isinstance(volume_type, str):
+        size["type"] = volume_type
+    return size
+
+
+def image_size(payload: Payload) -> dict[str, Any]:
+    """Size builder ``imageSize``: size in bytes -> size_gb in GiB."""
+    size_bytes = _number(payload.get("size"))
+    if size_bytes is None:
+        return {}
+    return {"size_gb": size_bytes / BYTES_PER_GIB}
+
+
+def floating_ip_size(payload: Payload) -> dict[str, Any]:
+    """Size builder ``floatingIPSize``: the IP version of floatingip.floating_ip_address.
+
+    An absent or unreadable address counts as version 4: skipping the event would
+    cost the address its whole billing record.
+    """
+    address = read_path(payload, "floatingip.floating_ip_address")
+    version = 4
+    if isinstance(address, str):
+        try:
+            version = ipaddress.ip_address(address).version
+        except ValueError:
+            version = 4
+    return {"ip_version": version}
+
+
+def loadbalancer_size(payload: Payload) -> dict[str, Any]:
+    """Size builder ``loadBalancerSize``: counts of the listeners and pools arrays.
+
+    Absent and null count as zero (octavia's worker publishes neither); a member
+    that is not an array is left out.
+    """
+    size: dict[str, Any] = {}
+    for member in ("listeners", "pools"):
+        value = payload.get(member)
+        if value is None:
+            size[member] = 0
+        elif isinstance(value, list):
+            size[member] = len(value)
+    return size
+
+
+# --- skip rules ------------------------------------------------------------------------
+
+
+def unsized_image(payload: Payload) -> bool:
+    """Skip rule ``unsizedImage``: an image.create without a positive size.
+
+    Glance creates the record before the bits are uploaded; the image.upload that
+    follows carries the real size and books the image.
+    """
+    size = _number(payload.get("size"))
+    return size is None or size <= 0
