@@ -1,0 +1,1 @@
+"""Reconciliation: the periodic sync that books what notifications missed (SPEC §6)."""

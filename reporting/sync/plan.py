@@ -1,0 +1,245 @@
+"""The diff of one run: an observation against the projection, as corrections.
+
+Pure: the runner reads the rows and books what this returns.  The rules are those
+of the seeds' "what a run defers" and "the instants a missed delete is booked at":
+
+| correction | transitional | recent (settle window) | dated at |
+|---|---|---|---|
+| create | resource in transition | platform changed it in the window, or the row's newest event is in it | platform creation instant (poll when none) |
+| update | resource in transition | as create | poll |
+| reported delete | never | the deletion, or the row's newest event, is in the window | the platform's deletion instant |
+| delete by absence | never | the row's newest event is in the window | poll |
+
+The window is ``[at - settle, +inf)``: an instant after the poll counts as inside.
+``settle == 0`` turns it off.  A correction dated behind the row's newest event is
+dated one microsecond past it instead, so the fold orders it last.  A row the
+projection holds as deleted is skipped: the first delete of a resource stands.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from mapping import event as canonical
+from reporting.sync.observation import Observation, ObservedResource, ReportedDeletion
+
+Action = Literal["create", "update", "delete"]
+Reason = Literal["transition", "recent"]
+
+ONE_MICROSECOND = dt.timedelta(microseconds=1)
+ACTION_STAT = {"create": "created", "update": "updated", "delete": "deleted"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ProjectionRow:
+    """The parts of a ``current_resources`` row the diff reads."""
+
+    resource_type: str
+    resource_id: str
+    project_id: str
+    state: str | None
+    size: Mapping[str, Any] | None
+    live: bool
+    last_event_at: dt.datetime  # naive UTC
+
+
+@dataclasses.dataclass(frozen=True)
+class Correction:
+    action: Action
+    resource_type: str
+    resource_id: str
+    event: dict[str, Any]
+
+
+@dataclasses.dataclass
+class Plan:
+    corrections: list[Correction] = dataclasses.field(default_factory=list)
+    deferred: dict[str, int] = dataclasses.field(
+        default_factory=lambda: {"transition": 0, "recent": 0}
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """The fixed facts of one run the diff needs."""
+
+    run_id: str
+    platform: str
+    cloud: str
+    at: dt.datetime  # naive UTC: the run's one clock
+    settle: dt.timedelta
+
+    def inside_window(self, instant: dt.datetime | None) -> bool:
+        """Whether ``instant`` lies in the settle window before the run (or after it)."""
+        if instant is None or not self.settle:
+            return False
+        return instant >= self.at - self.settle
+
+
+def _dated(instant: dt.datetime, row: ProjectionRow | None) -> dt.datetime:
+    # A correction the fold does not order last decides nothing.
+    if row is not None and instant < row.last_event_at:
+        return row.last_event_at + ONE_MICROSECOND
+    return instant
+
+
+def _event(
+    ctx: RunContext,
+    action: Action,
+    resource_type: str,
+    resource_id: str,
+    project_id: str,
+    timestamp: dt.datetime,
+    payload: dict[str, Any],
+) -> dict[str, Any]:
+    provider = {"sync_run_id": ctx.run_id, **payload.pop("provider", {})}
+    return {
+        "event_id": canonical.correction_event_id(
+            ctx.run_id, ctx.platform, ctx.cloud, resource_type, resource_id, action
+        ),
+        "event_type": f"sync.{action}",
+        "platform": ctx.platform,
+        "cloud": ctx.cloud,
+        "resource_type": resource_type,
+        "resource_id": resource_id,
+        "project_id": project_id,
+        "timestamp": canonical.format_timestamp(timestamp),
+        "source": canonical.SOURCE_RECONCILIATION,
+        "payload": {**payload, "provider": provider},
+    }
+
+
+def _attributes(observed: ObservedResource) -> dict[str, Any]:
+    payload: dict[str, Any] = {}
+    if observed.state is not None:
+        payload["state"] = observed.state
+    if observed.size is not None:
+        payload["size"] = dict(observed.size)
+    return payload
+
+
+def _differs(observed: ObservedResource, row: ProjectionRow) -> bool:
+    if observed.project_id and observed.project_id != row.project_id:
+        return True
+    if observed.state is not None and observed.state != row.state:
+        return True
+    return observed.size is not None and dict(observed.size) != dict(row.size or {})
+
+
+class _Planner:
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.plan = Plan()
+
+    def defer(self, reason: Reason) -> None:
+        self.plan.deferred[reason] += 1
+
+    def book(self, action: Action, rtype: str, rid: str, project: str,
+             timestamp: dt.datetime, payload: dict[str, Any]) -> None:
+        event = _event(self.ctx, action, rtype, rid, project, timestamp, payload)
+        self.plan.corrections.append(Correction(action, rtype, rid, event))
+
+    def observed(self, observed: ObservedResource, row: ProjectionRow | None) -> None:
+        live_row = row if row is not None and row.live else None
+        if live_row is not None and not _differs(observed, live_row):
+            return  # matches its row: no correction, counted nowhere
+        if observed.in_transition:
+            self.defer("transition")
+            return
+        if self.ctx.inside_window(observed.last_changed) or (
+            row is not None and self.ctx.inside_window(row.last_event_at)
+        ):
+            self.defer("recent")
+            return
+        rtype, rid = observed.resource_type, observed.resource_id
+        if live_row is None:
+            instant = observed.created_at or self.ctx.at
+            self.book("create", rtype, rid, observed.project_id, _dated(instant, row),
+                      _attributes(observed))
+        else:
+            project = observed.project_id or live_row.project_id
+            self.book("update", rtype, rid, project, _dated(self.ctx.at, row),
+                      _attributes(observed))
+
+    def reported(self, deletion: ReportedDeletion, row: ProjectionRow) -> None:
+        if self.ctx.inside_window(deletion.deleted_at) or self.ctx.inside_window(
+            row.last_event_at
+        ):
+            self.defer("recent")
+            return
+        provider = {
+            "dated_by": "platform",
+            "deleted_at": canonical.format_timestamp(deletion.deleted_at),
+        }
+        self.book("delete", deletion.resource_type, deletion.resource_id,
+                  deletion.project_id or row.project_id,
+                  _dated(deletion.deleted_at, row), {"provider": provider})
+
+    def absent(self, row: ProjectionRow, last_seen_alive: dt.datetime | None) -> None:
+        if self.ctx.inside_window(row.last_event_at):
+            self.defer("recent")
+            return
+        provider = {
+            "dated_by": "poll",
+            "polled_at": canonical.format_timestamp(self.ctx.at),
+            "last_seen_alive": (
+                canonical.format_timestamp(last_seen_alive) if last_seen_alive else None
+            ),
+        }
+        self.book("delete", row.resource_type, row.resource_id, row.project_id,
+                  _dated(self.ctx.at, row), {"provider": provider})
+
+
+def plan_corrections(
+    ctx: RunContext,
+    observation: Observation,
+    rows: Iterable[ProjectionRow],
+    held_deleted: set[tuple[str, str]],
+    last_seen_alive: Mapping[tuple[str, str], dt.datetime] | None = None,
+) -> Plan:
+    """Diff ``observation`` against the projection.
+
+    ``rows`` are the rows not held as deleted (live ones, and rows an update made
+    without a create); ``held_deleted`` the keys of rows held as deleted, which the
+    diff skips.  ``last_seen_alive`` maps a key to the start of the newest completed
+    run that listed it, recorded in a delete by absence.
+    """
+    planner = _Planner(ctx)
+    by_key = {(row.resource_type, row.resource_id): row for row in rows}
+    seen_alive = last_seen_alive or {}
+    named: set[tuple[str, str]] = set(observation.unknown)
+
+    for observed in observation.resources:
+        key = (observed.resource_type, observed.resource_id)
+        named.add(key)
+        if key in held_deleted or key in observation.unknown:
+            continue
+        planner.observed(observed, by_key.get(key))
+
+    for deletion in observation.deletions:
+        key = (deletion.resource_type, deletion.resource_id)
+        if key in named:
+            continue  # listed live (an id is never reused): the live listing decides
+        named.add(key)
+        row = by_key.get(key)
+        if row is None:
+            continue  # never booked, or held as deleted: nothing to end
+        if deletion.deleted_at > ctx.at:
+            # Destroyed after the instant the run is at: the platform's instant lies
+            # outside the period the run reconciles, so it is treated like an
+            # absence, deferred as recent while the window is on.
+            if ctx.settle:
+                planner.defer("recent")
+            elif row.live:
+                planner.absent(row, seen_alive.get(key))
+            continue
+        planner.reported(deletion, row)
+
+    for key, row in by_key.items():
+        if key in named or not row.live or row.resource_type not in observation.enumerated_types:
+            continue
+        planner.absent(row, seen_alive.get(key))
+    return planner.plan
