@@ -30,5 +30,12 @@ def create_app(conf: cfg.ConfigOpts) -> Flask:
 def _register_blueprints(app: Flask, conf: cfg.ConfigOpts) -> None:
     # Each feature module exposes ``bp`` (a Blueprint) and, where it needs start-up
     # work, ``init_app(app, conf)``.  Add one line per module.
+    from reporting.api import health, resources, usage  # read side
+
+    for read_side in (health, resources, usage):
+        app.register_blueprint(read_side.bp)
+    from reporting.api import events  # write side
+    events.init_app(app, conf)  # write side
+    app.register_blueprint(events.bp)  # write side
     del conf
     del app

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from oslo_config import cfg
 
-from reporting.api import auth
+from reporting.api import auth, events, keystone_auth
 from reporting.db import engine
 
 _GROUPS: list[tuple[str, list[cfg.Opt]]] = [
     ("database", engine.database_opts),
     ("api", auth.api_auth_opts),
+    ("api", events.api_body_opts),
+    ("ingest", events.ingest_opts),
+    ("api", keystone_auth.api_keystone_opts),
 ]
 
 

@@ -1,0 +1,56 @@
+"""``GET /v1/usage``: resource-seconds over a period (SPEC §3.5), role ``read``.
+
+Parameters: ``from`` and ``to`` (required, RFC 3339, ``from < to``), ``cloud``,
+``project_id``, ``group_by`` (``resource`` default, ``project``, ``resource_type``),
+``limit``/``marker`` (groups per page).  Semantics in ``reporting.queries.usage``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, request
+
+from mapping.event import format_timestamp
+from reporting import pagination
+from reporting.api.auth import require_role
+from reporting.db.session import db_session
+from reporting.queries import params
+from reporting.queries import usage as queries
+
+bp = Blueprint("usage", __name__)
+
+
+@bp.get("/v1/usage")
+@require_role("read")
+def get_usage() -> dict[str, Any]:
+    args = request.args
+    limit = pagination.parse_limit(args)
+    start = params.required_instant(args, "from")
+    end = params.required_instant(args, "to")
+    if not start < end:
+        raise pagination.bad_request("from must be before to")
+    group_by = params.choice(args, "group_by", queries.GROUP_BY, "resource")
+    filters = queries.UsageFilter(
+        cloud=params.text(args, "cloud"), project_id=params.text(args, "project_id")
+    )
+    columns = queries.group_columns(group_by)
+    tag = "usage-" + group_by
+    marker = args.get("marker")
+    shape: list[pagination.KeyPart] = ["str" for _ in columns]
+    after: Any = (
+        pagination.decode_marker(tag, shape, marker)
+        if marker is not None
+        else None
+    )
+    rows = queries.overlapping_rows(db_session(), filters, group_by, start, end, after)
+    try:
+        groups, more = queries.aggregate(rows, group_by, start, end, limit)
+    finally:
+        rows.close()
+    next_marker = pagination.encode_marker(tag, groups[-1].key) if more else None
+    return pagination.list_body(
+        [group.as_dict(columns) for group in groups],
+        next_marker,
+        **{"from": format_timestamp(start), "to": format_timestamp(end), "group_by": group_by},
+    )

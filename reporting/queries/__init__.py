@@ -1,0 +1,6 @@
+"""Read-side query logic of the Reporting API (SPEC §3.5): no Flask in here.
+
+``resources``: the inventory (current and ``as_of``), one row, its events and its
+lifecycle.  ``usage``: resource-seconds over a period, as pure arithmetic over
+``reporting.fold.Interval`` plus the range query that feeds it.
+"""

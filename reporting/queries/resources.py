@@ -1,0 +1,222 @@
+"""Inventory, one resource, its history and its lifecycle (SPEC §3.5).
+
+Every list is keyset-paginated on a key an index already orders:
+- the current inventory on the primary key of ``current_resources``;
+- ``as_of`` on the resource key of ``resource_intervals`` (one interval per
+  resource covers an instant, since a resource's intervals never overlap);
+- a history on ``(timestamp, seq)`` inside ``ix_events_resource_order``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session, aliased
+
+from reporting.db.models import CurrentResource, Event, ResourceInterval
+
+ResourceKey = tuple[str, str, str, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class InventoryFilter:
+    cloud: str | None = None
+    resource_type: str | None = None
+    project_id: str | None = None
+    live: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceRow:
+    """One row of the inventory, current or as of an instant."""
+
+    platform: str
+    cloud: str
+    resource_type: str
+    resource_id: str
+    project_id: str
+    state: str | None
+    size: dict[str, Any] | None
+    live: bool
+    created_at: dt.datetime | None
+    deleted_at: dt.datetime | None
+    last_event_at: dt.datetime | None
+    last_event_id: str | None
+
+    @property
+    def key(self) -> ResourceKey:
+        return (self.platform, self.cloud, self.resource_type, self.resource_id)
+
+
+def _row_of(current: CurrentResource) -> ResourceRow:
+    return ResourceRow(
+        platform=current.platform,
+        cloud=current.cloud,
+        resource_type=current.resource_type,
+        resource_id=current.resource_id,
+        project_id=current.project_id,
+        state=current.state,
+        size=current.size,
+        live=current.live,
+        created_at=current.created_at,
+        deleted_at=current.deleted_at,
+        last_event_at=current.last_event_at,
+        last_event_id=current.last_event_id,
+    )
+
+
+def current_inventory(
+    session: Session, filters: InventoryFilter, after: ResourceKey | None, limit: int
+) -> list[ResourceRow]:
+    """Up to ``limit`` rows of ``current_resources`` sorted by key, after ``after``."""
+    model = CurrentResource
+    key = sa.tuple_(model.platform, model.cloud, model.resource_type, model.resource_id)
+    query = sa.select(model)
+    if filters.cloud is not None:
+        query = query.where(model.cloud == filters.cloud)
+    if filters.resource_type is not None:
+        query = query.where(model.resource_type == filters.resource_type)
+    if filters.project_id is not None:
+        query = query.where(model.project_id == filters.project_id)
+    if filters.live is not None:
+        query = query.where(model.live.is_(filters.live))
+    if after is not None:
+        query = query.where(key > sa.tuple_(*after))
+    query = query.order_by(
+        model.platform, model.cloud, model.resource_type, model.resource_id
+    ).limit(limit)
+    return [_row_of(row) for row in session.scalars(query)]
+
+
+def _same_resource(a: Any, b: Any) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        a.platform == b.platform,
+        a.cloud == b.cloud,
+        a.resource_type == b.resource_type,
+        a.resource_id == b.resource_id,
+    )
+
+
+def inventory_as_of(
+    session: Session,
+    filters: InventoryFilter,
+    instant: dt.datetime,
+    after: ResourceKey | None,
+    limit: int,
+) -> list[ResourceRow]:
+    """What was live at ``instant``, from the lifecycle intervals.
+
+    project, state and size are those of the interval covering ``instant``;
+    ``created_at`` is the start of the live period it belongs to (the chain of
+    intervals that follow each other without a gap), ``deleted_at`` is null (the
+    resource was not deleted at that instant), and ``last_event_*`` name the newest
+    event of the resource at or before ``instant``.
+    """
+    iv = aliased(ResourceInterval, name="iv")
+    earlier = aliased(ResourceInterval, name="earlier")
+    before = aliased(ResourceInterval, name="before")
+    ev = aliased(Event, name="ev")
+
+    # The live period starts at the latest interval start (<= instant) that no
+    # other interval of the resource ends at.
+    period_start = (
+        sa.select(sa.func.max(earlier.start))
+        .where(_same_resource(earlier, iv), earlier.start <= iv.start)
+        .where(
+            ~sa.exists().where(
+                _same_resource(before, earlier), before.end == earlier.start
+            )
+        )
+        .scalar_subquery()
+    )
+    newest_event = (
+        sa.select(ev.timestamp, ev.event_id)
+        .where(_same_resource(ev, iv), ev.timestamp <= instant)
+        .order_by(ev.timestamp.desc(), ev.seq.desc())
+        .limit(1)
+    )
+    last_event_at = newest_event.with_only_columns(ev.timestamp).scalar_subquery()
+    last_event_id = newest_event.with_only_columns(ev.event_id).scalar_subquery()
+
+    key = sa.tuple_(iv.platform, iv.cloud, iv.resource_type, iv.resource_id)
+    query = sa.select(
+        iv.platform,
+        iv.cloud,
+        iv.resource_type,
+        iv.resource_id,
+        iv.project_id,
+        iv.state,
+        iv.size,
+        period_start.label("created_at"),
+        last_event_at.label("last_event_at"),
+        last_event_id.label("last_event_id"),
+    ).where(iv.start <= instant, sa.or_(iv.end.is_(None), iv.end > instant))
+    if filters.cloud is not None:
+        query = query.where(iv.cloud == filters.cloud)
+    if filters.resource_type is not None:
+        query = query.where(iv.resource_type == filters.resource_type)
+    if filters.project_id is not None:
+        query = query.where(iv.project_id == filters.project_id)
+    if after is not None:
+        query = query.where(key > sa.tuple_(*after))
+    query = query.order_by(iv.platform, iv.cloud, iv.resource_type, iv.resource_id).limit(limit)
+    return [
+        ResourceRow(
+            platform=row.platform,
+            cloud=row.cloud,
+            resource_type=row.resource_type,
+            resource_id=row.resource_id,
+            project_id=row.project_id,
+            state=row.state,
+            size=row.size,
+            live=True,
+            created_at=row.created_at,
+            deleted_at=None,
+            last_event_at=row.last_event_at,
+            last_event_id=row.last_event_id,
+        )
+        for row in session.execute(query)
+    ]
+
+
+def _key_filter(model: Any, key: ResourceKey) -> sa.ColumnElement[bool]:
+    platform, cloud, resource_type, resource_id = key
+    return sa.and_(
+        model.platform == platform,
+        model.cloud == cloud,
+        model.resource_type == resource_type,
+        model.resource_id == resource_id,
+    )
+
+
+def get_resource(session: Session, key: ResourceKey) -> ResourceRow | None:
+    current = session.get(CurrentResource, key)
+    return _row_of(current) if current is not None else None
+
+
+def resource_exists(session: Session, key: ResourceKey) -> bool:
+    query = sa.select(sa.literal(1)).where(_key_filter(CurrentResource, key))
+    return session.execute(query).first() is not None
+
+
+def resource_events(
+    session: Session, key: ResourceKey, after: tuple[dt.datetime, int] | None, limit: int
+) -> list[Event]:
+    """The resource's history in fold order ``(timestamp, seq)``, after ``after``."""
+    query = sa.select(Event).where(_key_filter(Event, key))
+    if after is not None:
+        query = query.where(sa.tuple_(Event.timestamp, Event.seq) > sa.tuple_(*after))
+    query = query.order_by(Event.timestamp, Event.seq).limit(limit)
+    return list(session.scalars(query))
+
+
+def resource_lifecycle(session: Session, key: ResourceKey) -> list[ResourceInterval]:
+    query = (
+        sa.select(ResourceInterval)
+        .where(_key_filter(ResourceInterval, key))
+        .order_by(ResourceInterval.start, ResourceInterval.id)
+    )
+    return list(session.scalars(query))
