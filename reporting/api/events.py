@@ -1,0 +1,87 @@
+"""``POST /v1/events``: the event sink (SPEC §3.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Flask, current_app, jsonify
+from oslo_config import cfg
+
+from reporting.api.auth import require_role
+from reporting.api.errors import ApiError
+from reporting.api.jsonbody import json_object
+from reporting.db.session import app_sessionmaker
+from reporting.ingest import MAX_BATCH, ingest_events
+
+bp = Blueprint("events", __name__)
+
+api_body_opts: list[cfg.Opt] = [
+    cfg.IntOpt(
+        "max_body_bytes",
+        default=10 * 1024 * 1024,
+        min=1024,
+        help="Largest request body accepted, in bytes; a larger one is answered 413. "
+        "The default leaves room for a batch of 1000 events.",
+    ),
+]
+
+ingest_opts: list[cfg.Opt] = [
+    cfg.BoolOpt(
+        "require_size_schema",
+        default=False,
+        help="Strict mode: refuse an event carrying a size when no size schema is "
+        "registered for its (platform, resource_type). In both modes a registered "
+        "schema is enforced. Environment alias: TALLY_INGEST_REQUIRE_SIZE_SCHEMA.",
+    ),
+]
+
+
+def init_app(app: Flask, conf: cfg.ConfigOpts) -> None:
+    app.config["MAX_CONTENT_LENGTH"] = conf.api.max_body_bytes
+    app.config["TALLY_REQUIRE_SIZE_SCHEMA"] = conf.ingest.require_size_schema
+
+
+def events_of(body: dict[str, Any]) -> list[Any]:
+    """The ``events`` array of a request body, checked as SPEC §3.2 states."""
+    unknown = sorted(set(body) - {"events"})
+    if unknown:
+        raise ApiError(400, "bad_request", f"unknown member(s) in the body: {', '.join(unknown)}")
+    events = body.get("events")
+    if not isinstance(events, list):
+        raise ApiError(400, "bad_request", "the body must hold an 'events' array")
+    if len(events) > MAX_BATCH:
+        raise ApiError(
+            413, "too_many_events", f"{len(events)} events in one request; at most {MAX_BATCH}"
+        )
+    return events
+
+
+@bp.post("/v1/events")
+@require_role("ingest")
+def post_events() -> Any:
+    events = events_of(json_object())
+    results = ingest_events(
+        app_sessionmaker(),
+        events,
+        require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"],
+    )
+    counts = {"stored": 0, "duplicate": 0, "rejected": 0}
+    rendered = []
+    for result in results:
+        counts[result.status] += 1
+        entry: dict[str, Any] = {
+            "index": result.index,
+            "event_id": result.event_id,
+            "status": result.status,
+        }
+        if result.reason is not None:
+            entry["reason"] = result.reason
+        rendered.append(entry)
+    return jsonify(
+        {
+            "results": rendered,
+            "stored": counts["stored"],
+            "duplicates": counts["duplicate"],
+            "rejected": counts["rejected"],
+        }
+    )

@@ -1,0 +1,219 @@
+"""Validation of incoming items: the event schema, then the registered size schema.
+
+An item either becomes a ``ValidEvent`` (ready to store, timestamps naive UTC, a
+volume's type id replaced by its name) or a reason string prefixed
+``event_schema:`` / ``size_schema:`` that the dead letter keeps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import jsonschema
+import sqlalchemy as sa
+from jsonschema.protocols import Validator
+from sqlalchemy.orm import Session
+
+from mapping.event import EVENT_SCHEMA, TimestampError, parse_timestamp, verb
+from reporting.db.models import ResourceType, SizeName
+
+# Reasons quote offending values; a 10 MiB string must not become a 10 MiB reason.
+MAX_REASON_LEN = 1000
+VOLUME_TYPE_KIND = "volume_type"
+
+_EVENT_VALIDATOR = jsonschema.Draft202012Validator(EVENT_SCHEMA)
+
+SchemaKey = tuple[str, str]  # (platform, resource_type)
+SizeNameKey = tuple[str, str, str]  # (platform, cloud, size_id) of kind volume_type
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidEvent:
+    """An item that passed every check, in the shape the events table stores."""
+
+    event_id: str
+    event_type: str
+    platform: str
+    cloud: str
+    resource_type: str
+    resource_id: str
+    project_id: str
+    timestamp: dt.datetime  # naive UTC
+    source: str
+    payload: dict[str, Any]
+
+    @property
+    def resource_key(self) -> tuple[str, str, str, str]:
+        return (self.platform, self.cloud, self.resource_type, self.resource_id)
+
+    def row(self, received_at: dt.datetime) -> dict[str, Any]:
+        values = dataclasses.asdict(self)
+        values["received_at"] = received_at
+        return values
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_REASON_LEN else text[: MAX_REASON_LEN - 3] + "..."
+
+
+def _where(error: jsonschema.ValidationError) -> str:
+    path = "/".join(str(part) for part in error.absolute_path)
+    return f"/{path}" if path else "(root)"
+
+
+def _unstorable(value: Any) -> bool:
+    """True when a string or key somewhere holds NUL or a lone surrogate.
+
+    Neither survives PostgreSQL (text refuses NUL, UTF-8 refuses surrogates), so
+    such an item is refused here instead of failing the whole batch at write time.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            return True
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_unstorable(k) or _unstorable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_unstorable(v) for v in value)
+    return False
+
+
+def storable_copy(value: Any) -> Any:
+    """``value`` with NUL and lone surrogates replaced, for keeping a refused item."""
+    if isinstance(value, str):
+        cleaned = value.replace("\x00", "\ufffd")
+        return cleaned.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {storable_copy(k): storable_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [storable_copy(v) for v in value]
+    return value
+
+
+def check_size_schema(document: Any) -> str | None:
+    """Why ``document`` is not a usable JSON Schema for sizes, or None when it is."""
+    if not isinstance(document, dict):
+        return "a size schema must be a JSON object"
+    try:
+        cls = jsonschema.validators.validator_for(document, default=jsonschema.Draft202012Validator)
+        cls.check_schema(document)
+    except jsonschema.SchemaError as exc:
+        return _clip(f"{_where(exc)}: {exc.message}")
+    return None
+
+
+class ItemValidator:
+    """Validates items against the event schema and the registered size schemas."""
+
+    def __init__(
+        self,
+        size_schemas: Mapping[SchemaKey, dict[str, Any]],
+        size_names: Mapping[SizeNameKey, str],
+        *,
+        require_size_schema: bool,
+    ) -> None:
+        self._schemas = dict(size_schemas)
+        self._names = dict(size_names)
+        self._require = require_size_schema
+        self._validators: dict[SchemaKey, Validator] = {}
+
+    def _size_validator(self, key: SchemaKey) -> Validator:
+        if key not in self._validators:
+            schema = self._schemas[key]
+            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            self._validators[key] = cls(schema)
+        return self._validators[key]
+
+    def check(self, item: Any) -> ValidEvent | str:
+        """The stored form of ``item``, or the reason it is refused."""
+        if not _EVENT_VALIDATOR.is_valid(item):
+            error = jsonschema.exceptions.best_match(_EVENT_VALIDATOR.iter_errors(item))
+            assert error is not None
+            return _clip(f"event_schema: {_where(error)}: {error.message}")
+        if _unstorable(item):
+            return "event_schema: a string holds NUL or an unpaired surrogate"
+        try:
+            timestamp = parse_timestamp(item["timestamp"])
+        except TimestampError as exc:
+            return _clip(f"event_schema: /timestamp: {exc}")
+        if item["project_id"] == "" and verb(item["event_type"]) != "delete":
+            return "event_schema: /project_id: may be empty only on a delete"
+        payload = dict(item["payload"])
+        if "size" in payload:
+            size = payload["size"] = self._named_size(item, payload["size"])
+            reason = self._size_reason(item["platform"], item["resource_type"], size)
+            if reason is not None:
+                return reason
+        return ValidEvent(
+            event_id=item["event_id"],
+            event_type=item["event_type"],
+            platform=item["platform"],
+            cloud=item["cloud"],
+            resource_type=item["resource_type"],
+            resource_id=item["resource_id"],
+            project_id=item["project_id"],
+            timestamp=timestamp.replace(tzinfo=None),
+            source=item["source"],
+            payload=payload,
+        )
+
+    def _named_size(self, item: Mapping[str, Any], size: dict[str, Any]) -> dict[str, Any]:
+        type_id = size.get("type")
+        if item["resource_type"] != "volume" or not isinstance(type_id, str):
+            return size
+        name = self._names.get((item["platform"], item["cloud"], type_id))
+        return size if name is None else {**size, "type": name}
+
+    def _size_reason(self, platform: str, resource_type: str, size: Any) -> str | None:
+        key = (platform, resource_type)
+        if key not in self._schemas:
+            if self._require:
+                return f"size_schema: no size schema is registered for {platform}/{resource_type}"
+            return None
+        validator = self._size_validator(key)
+        if validator.is_valid(size):
+            return None
+        error = jsonschema.exceptions.best_match(validator.iter_errors(size))
+        assert error is not None
+        return _clip(f"size_schema: {platform}/{resource_type}: {_where(error)}: {error.message}")
+
+
+def load_validator(
+    session: Session, items: Sequence[Any], *, require_size_schema: bool
+) -> ItemValidator:
+    """An ItemValidator holding the registered schemas and the size names ``items`` need."""
+    schemas = {
+        (row.platform, row.resource_type): row.size_schema
+        for row in session.execute(sa.select(ResourceType)).scalars()
+    }
+    return ItemValidator(
+        schemas, _size_names(session, items), require_size_schema=require_size_schema
+    )
+
+
+def _size_names(session: Session, items: Iterable[Any]) -> dict[SizeNameKey, str]:
+    wanted: set[SizeNameKey] = set()
+    for item in items:
+        try:
+            if item["resource_type"] == "volume":
+                type_id = item["payload"]["size"]["type"]
+                if isinstance(type_id, str):
+                    wanted.add((str(item["platform"]), str(item["cloud"]), type_id))
+        except (KeyError, TypeError, IndexError):
+            continue
+    if not wanted:
+        return {}
+    rows = session.execute(
+        sa.select(SizeName.platform, SizeName.cloud, SizeName.size_id, SizeName.name).where(
+            SizeName.kind == VOLUME_TYPE_KIND,
+            SizeName.size_id.in_(sorted({key[2] for key in wanted})),
+        )
+    )
+    return {(p, c, i): n for p, c, i, n in rows if (p, c, i) in wanted}
