@@ -37,8 +37,5 @@ def _register_blueprints(app: Flask, conf: cfg.ConfigOpts) -> None:
     from reporting.api import events  # write side
     events.init_app(app, conf)  # write side
     app.register_blueprint(events.bp)  # write side
-    from reporting.api import events  # write side
-    events.init_app(app, conf)  # write side
-    app.register_blueprint(events.bp)  # write side
     del conf
     del app

@@ -16,8 +16,6 @@ _GROUPS: list[tuple[str, list[cfg.Opt]]] = [
     ("api", auth.api_auth_opts),
     ("api", events.api_body_opts),
     ("ingest", events.ingest_opts),
-    ("api", events.api_body_opts),
-    ("ingest", events.ingest_opts),
     ("api", keystone_auth.api_keystone_opts),
 ]
 
