@@ -8,9 +8,9 @@ tests use these functions; ``/readyz`` uses ``is_at_head``.
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
+from typing import TextIO
 
 import sqlalchemy as sa
 from alembic.config import Config
@@ -46,7 +46,7 @@ def _url(conf_or_url: cfg.ConfigOpts | str) -> str:
     return str(conf_or_url.database.connection)
 
 
-def alembic_config(conf_or_url: cfg.ConfigOpts | str, output: io.TextIOBase | None = None) -> Config:
+def alembic_config(conf_or_url: cfg.ConfigOpts | str, output: TextIO | None = None) -> Config:
     config = Config(stdout=output or sys.stdout)
     config.set_main_option("script_location", str(script_location()))
     # ConfigParser interpolation would choke on a '%' in a password.

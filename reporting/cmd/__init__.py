@@ -1,0 +1,88 @@
+"""Entry points of tally-reporting and tally-manage: one ConfigOpts each.
+
+Nothing here imports ``reporting.opts`` (and so prometheus_client) at module
+level: ``tally-reporting`` must set ``PROMETHEUS_MULTIPROC_DIR`` first.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from oslo_config import cfg, types
+
+
+class ConfigError(Exception):
+    """A configuration the command cannot run with; main() prints it as one line."""
+
+
+# Environment variables that override an option: name -> (group, option, parser).
+ENV_ALIASES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
+    "TALLY_INGEST_REQUIRE_SIZE_SCHEMA": ("ingest", "require_size_schema", types.Boolean()),
+}
+
+
+def apply_env_aliases(conf: cfg.ConfigOpts, environ: Mapping[str, str]) -> None:
+    """Override options from their environment aliases; a malformed value is a ConfigError."""
+    for variable, (group, name, parse) in ENV_ALIASES.items():
+        raw = environ.get(variable)
+        if raw is None:
+            continue
+        try:
+            value = parse(raw)
+        except ValueError:
+            raise ConfigError(
+                f"environment variable {variable}={raw!r} is not a valid value for [{group}] {name}"
+            ) from None
+        conf.set_override(name, value, group=group)
+
+
+def _check_values(conf: cfg.ConfigOpts) -> None:
+    """oslo.config parses values lazily: read every option now so a bad one fails the start."""
+    from reporting import opts
+
+    for group, group_opts in opts.list_opts():
+        for opt in group_opts:
+            try:
+                getattr(conf[group], opt.dest)
+            except (cfg.ConfigFileValueError, ValueError) as exc:
+                raise ConfigError(f"[{group}] {opt.name}: {exc}") from None
+
+
+def load_conf(
+    argv: Sequence[str] | None,
+    *,
+    prog: str,
+    cli_opts: Sequence[cfg.Opt] = (),
+    config_files: list[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> cfg.ConfigOpts:
+    """Parse the command line and config files into a ConfigOpts with every reporting
+    option registered, apply the environment aliases and check every value."""
+    from reporting import opts
+
+    conf = cfg.ConfigOpts()
+    opts.register_opts(conf)
+    conf.register_cli_opts(list(cli_opts))
+    try:
+        conf(
+            list(sys.argv[1:] if argv is None else argv),
+            project="tally",
+            prog=prog,
+            default_config_files=config_files,
+        )
+    except cfg.Error as exc:
+        raise ConfigError(str(exc).splitlines()[0]) from None
+    apply_env_aliases(conf, os.environ if environ is None else environ)
+    _check_values(conf)
+    return conf
+
+
+def one_line(exc: BaseException) -> str:
+    """A single line naming what went wrong, without a traceback."""
+    orig = getattr(exc, "orig", None)  # SQLAlchemy DBAPIError wraps the driver's error
+    text = str(orig if orig is not None else exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return first

@@ -1,0 +1,29 @@
+"""``reporting.wsgi:application`` for any WSGI server (uwsgi, mod_wsgi, gunicorn).
+
+Reads the configuration file named by ``TALLY_CONFIG_FILE`` (environment aliases
+apply as under tally-reporting).  Under several worker processes, set
+``PROMETHEUS_MULTIPROC_DIR`` to an empty directory before the server starts so
+``/metrics`` aggregates every worker.
+"""
+
+from __future__ import annotations
+
+import os
+
+from flask import Flask
+
+from reporting.cmd import ConfigError, load_conf
+
+
+def load_application(environ: dict[str, str] | None = None) -> Flask:
+    env = dict(os.environ if environ is None else environ)
+    path = env.get("TALLY_CONFIG_FILE")
+    if not path:
+        raise ConfigError("TALLY_CONFIG_FILE must name the configuration file")
+    conf = load_conf([], prog="tally-reporting-wsgi", config_files=[path], environ=env)
+    from reporting.app import create_app
+
+    return create_app(conf)
+
+
+application = load_application()
