@@ -1,0 +1,275 @@
+"""Delivery of buffered events to the Reporting API (``POST /v1/events``).
+
+One thread drains the buffer oldest first in batches of at most ``batch_size``.
+On a 200 it removes exactly the items the answer reports as stored, duplicate or
+rejected; anything else stays and is sent again (ingest deduplicates on
+event_id, so resending is always safe).  Connection errors, 5xx and 429 back off
+exponentially with jitter up to a cap.  A 400 or 413 of a whole request is split
+in halves so one poisoned item cannot block the rest; an item refused on its own
+while its neighbours went through is moved to the parked store.  Nothing is
+dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+import requests
+from oslo_config import cfg
+
+from collector.buffer import EventBuffer
+from collector.errors import ConfigurationError
+from collector.metrics import CollectorMetrics
+
+LOG = logging.getLogger(__name__)
+
+MAX_BATCH = 1000
+ANSWERED = ("stored", "duplicate", "rejected")
+
+OPTS = [
+    cfg.StrOpt(
+        "reporting_url",
+        help="Base URL of the Reporting API, e.g. http://127.0.0.1:8779. Required.",
+    ),
+    cfg.StrOpt(
+        "token_file",
+        help="File holding the bearer token (role ingest) sent to the Reporting "
+        "API. Unset sends no Authorization header (an API with auth_strategy noauth).",
+    ),
+    cfg.IntOpt(
+        "batch_size", default=MAX_BATCH, min=1, max=MAX_BATCH,
+        help="Events per POST /v1/events.",
+    ),
+    cfg.FloatOpt(
+        "request_timeout_s", default=30.0, min=0.1,
+        help="Timeout of one delivery request.",
+    ),
+    cfg.FloatOpt(
+        "retry_initial_delay_s", default=0.5, min=0.01,
+        help="First pause after a failed delivery; doubled per consecutive failure.",
+    ),
+    cfg.FloatOpt(
+        "retry_max_delay_s", default=60.0, min=0.01,
+        help="Cap of the pause between failed deliveries.",
+    ),
+    cfg.FloatOpt(
+        "idle_poll_s", default=1.0, min=0.01,
+        help="How often an empty buffer is looked at again (new events wake the "
+        "delivery at once).",
+    ),
+]
+
+
+class DeliveryRefused(Exception):
+    """A delivery round that must be retried later (the reason is a metric label)."""
+
+    def __init__(self, reason: str, detail: str, retry_after: float | None = None) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+def events_url(reporting_url: str) -> str:
+    parts = urlsplit(reporting_url or "")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"[collector] reporting_url {reporting_url!r} is not an http(s) URL "
+            "(e.g. http://127.0.0.1:8779)")
+    try:
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        raise ConfigurationError(
+            f"[collector] reporting_url {reporting_url!r} has a malformed port") from None
+    return reporting_url.rstrip("/") + "/v1/events"
+
+
+def read_token(path: str | None) -> str | None:
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            token = handle.read().strip()
+    except OSError as exc:
+        raise ConfigurationError(f"[collector] token_file cannot be read: {exc}") from None
+    if not token:
+        raise ConfigurationError(f"[collector] token_file {path} is empty")
+    return token
+
+
+class Delivery:
+    """The delivery loop.  ``run`` until ``stop`` is set; ``deliver_once`` for tests."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        buffer: EventBuffer,
+        metrics: CollectorMetrics,
+        batch_size: int = MAX_BATCH,
+        timeout: float = 30.0,
+        initial_delay: float = 0.5,
+        max_delay: float = 60.0,
+        idle_poll: float = 1.0,
+        session: requests.Session | None = None,
+        jitter: Callable[[float, float], float] = random.uniform,
+    ) -> None:
+        self._url = url
+        self._buffer = buffer
+        self._metrics = metrics
+        self._batch_size = min(batch_size, MAX_BATCH)
+        self._timeout = timeout
+        self._initial_delay = initial_delay
+        self._max_delay = max_delay
+        self._idle_poll = idle_poll
+        self._session = session or requests.Session()
+        self._session.headers["Content-Type"] = "application/json"
+        if token:
+            self._session.headers["Authorization"] = f"Bearer {token}"
+        self._jitter = jitter
+        self._failures = 0
+
+    @classmethod
+    def from_conf(
+        cls, conf: cfg.ConfigOpts, buffer: EventBuffer, metrics: CollectorMetrics
+    ) -> Delivery:
+        group = conf.collector
+        return cls(
+            events_url(group.reporting_url),
+            read_token(group.token_file),
+            buffer,
+            metrics,
+            batch_size=group.batch_size,
+            timeout=group.request_timeout_s,
+            initial_delay=group.retry_initial_delay_s,
+            max_delay=group.retry_max_delay_s,
+            idle_poll=group.idle_poll_s,
+        )
+
+    def run(self, stop: threading.Event, written: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                delivered = self.deliver_once()
+            except DeliveryRefused as exc:
+                self._metrics.delivery_failures.labels(exc.reason).inc()
+                delay = self.next_delay(exc.retry_after)
+                LOG.warning("Delivery failed (%s: %s); retrying in %.1fs",
+                            exc.reason, exc, delay)
+                stop.wait(delay)
+                continue
+            except Exception:
+                self._metrics.delivery_failures.labels("internal").inc()
+                LOG.exception("Delivery round failed")
+                stop.wait(self.next_delay(None))
+                continue
+            self._failures = 0
+            if not delivered:
+                written.wait(self._idle_poll)
+                written.clear()
+
+    def next_delay(self, retry_after: float | None) -> float:
+        """Exponential backoff with equal jitter, capped; honours Retry-After up to the cap."""
+        exponent = min(self._failures, 30)
+        self._failures += 1
+        ceiling = min(self._max_delay, self._initial_delay * 2**exponent)
+        delay = ceiling / 2 + self._jitter(0, ceiling / 2)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self._max_delay))
+        return delay
+
+    def deliver_once(self) -> int:
+        """Send one batch; returns how many items the API answered for (0: buffer empty)."""
+        items = self._buffer.peek(self._batch_size)
+        if not items:
+            return 0
+        answered, refused_alone = self._send(items)
+        if refused_alone:
+            if answered:
+                for key, value, reason in refused_alone:
+                    LOG.error("Buffered event refused on its own (%s); parked", reason)
+                    self._buffer.move_to_parked(key, value, reason)
+                    self._metrics.parked.labels("refused").inc()
+            else:
+                # Nothing went through: the API refuses everything, not this item.
+                raise DeliveryRefused("client_error", refused_alone[0][2])
+        return answered + len(refused_alone)
+
+    def _send(self, items: list[tuple[int, str]]) -> tuple[int, list[tuple[int, str, str]]]:
+        """POST items, splitting on 400/413.  Returns (answered, items refused alone)."""
+        response = self._post(items)
+        if response.status_code in (400, 413):
+            detail = f"HTTP {response.status_code} {_error_code(response)}"
+            if len(items) == 1:
+                return 0, [(items[0][0], items[0][1], detail)]
+            self._metrics.delivery_failures.labels("split").inc()
+            LOG.warning("Batch of %d refused (%s); splitting it", len(items), detail)
+            middle = len(items) // 2
+            first = self._send(items[:middle])
+            second = self._send(items[middle:])
+            return first[0] + second[0], first[1] + second[1]
+        if response.status_code != 200:
+            raise _refusal(response)
+        return self._settle(items, response), []
+
+    def _post(self, items: list[tuple[int, str]]) -> requests.Response:
+        body = '{"events":[' + ",".join(value for _, value in items) + "]}"
+        try:
+            return self._session.post(self._url, data=body.encode("utf-8"),
+                                      timeout=self._timeout)
+        except requests.Timeout as exc:
+            raise DeliveryRefused("timeout", str(exc)) from None
+        except requests.RequestException as exc:
+            raise DeliveryRefused("connection", str(exc)) from None
+
+    def _settle(self, items: list[tuple[int, str]], response: requests.Response) -> int:
+        try:
+            results = response.json()["results"]
+            if not isinstance(results, list):
+                raise TypeError("results is not a list")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DeliveryRefused("bad_response", f"unreadable 200 answer: {exc}") from None
+        done: dict[int, str] = {}
+        for result in results:
+            index = result.get("index") if isinstance(result, dict) else None
+            status = result.get("status") if isinstance(result, dict) else None
+            if isinstance(index, int) and 0 <= index < len(items) and status in ANSWERED:
+                done[items[index][0]] = status
+        if done:
+            self._buffer.remove(done)
+            for status in done.values():
+                self._metrics.delivered.labels(status).inc()
+        if len(done) < len(items):
+            raise DeliveryRefused(
+                "bad_response",
+                f"the answer covered {len(done)} of {len(items)} events; the rest is kept")
+        return len(done)
+
+
+def _error_code(response: requests.Response) -> str:
+    try:
+        return str(response.json()["error"]["code"])
+    except Exception:
+        return ""
+
+
+def _refusal(response: requests.Response) -> DeliveryRefused:
+    status = response.status_code
+    detail = f"HTTP {status} {_error_code(response)}".strip()
+    if status == 429:
+        return DeliveryRefused("throttled", detail, _retry_after(response))
+    if status >= 500:
+        return DeliveryRefused("server_error", detail, _retry_after(response))
+    if status in (401, 403):
+        return DeliveryRefused("unauthorized", detail)
+    return DeliveryRefused("client_error", detail)
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    value = response.headers.get("Retry-After", "")
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None

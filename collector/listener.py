@@ -1,0 +1,276 @@
+"""The oslo.messaging side of the collector: listener, endpoint, ack discipline.
+
+A batch notification listener with an explicit pool consumes ``<topic>.info`` on
+every configured exchange.  The endpoint maps each notification
+(``mapping.openstack.map_notification``), writes the whole batch to the disk
+buffer in one transaction and returns HANDLED only after that commit; oslo then
+acknowledges.  A failed write returns REQUEUE (the listener is built with
+``allow_requeue=True``), after a capped, jittered pause so a broken disk does not
+turn into a hot redelivery loop.  A full buffer holds the batch unacknowledged
+until there is room (back-pressure into RabbitMQ).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import oslo_messaging
+from oslo_config import cfg
+from oslo_messaging.notify.dispatcher import NotificationResult
+
+from collector.buffer import EventBuffer
+from collector.errors import ConfigurationError
+from collector.metrics import CollectorMetrics
+from mapping.openstack import map_notification
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_EXCHANGES = ["nova", "cinder", "neutron", "glance", "octavia", "openstack"]
+
+OPTS = [
+    cfg.StrOpt(
+        "cloud",
+        help="Name of the cloud in Tally (the 'cloud' of every event). Required. "
+        "The environment variable TALLY_OSC_CLOUD overrides it.",
+    ),
+    cfg.ListOpt(
+        "topics", default=["notifications"],
+        help="Notification topics to consume (the services' "
+        "[oslo_messaging_notifications] topics).",
+    ),
+    cfg.ListOpt(
+        "exchanges", default=DEFAULT_EXCHANGES,
+        help="Exchanges to bind on: each service publishes to its own control "
+        "exchange; 'openstack' covers a service that leaves control_exchange alone.",
+    ),
+    cfg.StrOpt(
+        "pool", default="tally",
+        help="Listener pool: the collector's own queue, so it receives every "
+        "notification beside other consumers such as Ceilometer.",
+    ),
+    cfg.IntOpt(
+        "listener_batch_size", default=200, min=1,
+        help="Notifications handed to the endpoint at once and written to the "
+        "buffer in one transaction.",
+    ),
+    cfg.FloatOpt(
+        "listener_batch_timeout", default=0.5, min=0.01,
+        help="Seconds to wait for a batch to fill before handling what arrived.",
+    ),
+    cfg.IntOpt(
+        "max_write_attempts", default=5, min=1,
+        help="Deliveries of one notification whose buffer write failed before it "
+        "is moved to the parked store (only when the disk accepts the parked "
+        "copy; otherwise it keeps being requeued).",
+    ),
+    cfg.FloatOpt(
+        "requeue_max_delay_s", default=30.0, min=0.0,
+        help="Cap of the pause before requeueing a batch whose buffer write failed.",
+    ),
+]
+
+_ATTEMPTS_REMEMBERED = 10_000
+_FULL_BUFFER_POLL_S = 0.5
+_REQUEUE_BASE_DELAY_S = 0.2
+
+
+def resolve_cloud(conf: cfg.ConfigOpts, environ: Mapping[str, str]) -> str:
+    """The cloud name: TALLY_OSC_CLOUD, else ``[collector] cloud``.  Raises when unset."""
+    cloud = environ.get("TALLY_OSC_CLOUD") or conf.collector.cloud
+    if not cloud:
+        raise ConfigurationError(
+            "no cloud name: set [collector] cloud or the TALLY_OSC_CLOUD environment variable")
+    return str(cloud)
+
+
+class _Unparkable(Exception):
+    """A notification that could neither be mapped nor parked."""
+
+
+class NotificationEndpoint:
+    """Batch endpoint: map, buffer durably, then let oslo acknowledge."""
+
+    def __init__(
+        self,
+        cloud: str,
+        buffer: EventBuffer,
+        metrics: CollectorMetrics,
+        stop: threading.Event,
+        written: threading.Event,
+        max_write_attempts: int = 5,
+        requeue_max_delay_s: float = 30.0,
+    ) -> None:
+        self._cloud = cloud
+        self._buffer = buffer
+        self._metrics = metrics
+        self._stop = stop
+        self._written = written
+        self._max_write_attempts = max_write_attempts
+        self._requeue_max_delay_s = requeue_max_delay_s
+        self._lock = threading.Lock()
+        self._attempts: OrderedDict[str, int] = OrderedDict()
+        self._consecutive_failures = 0
+
+    # oslo calls the method named after the priority; only INFO is consumed.
+    def info(self, messages: list[dict[str, Any]]) -> NotificationResult:
+        if not self._wait_for_room():
+            return NotificationResult.REQUEUE
+        items: list[tuple[str, str, str]] = []  # (attempt key, oslo type, event JSON)
+        try:
+            for message in messages:
+                item = self._map(message)
+                if item is not None:
+                    items.append(item)
+        except _Unparkable:
+            return self._requeue_after_pause()
+        if not items:
+            return NotificationResult.HANDLED
+        try:
+            self._buffer.append([value for _, _, value in items])
+        except Exception as exc:
+            LOG.warning("Buffer write of %d events failed (%s); writing them one by one",
+                        len(items), exc)
+            return self._write_one_by_one(items)
+        self._succeeded(items)
+        return NotificationResult.HANDLED
+
+    def _wait_for_room(self) -> bool:
+        if not self._buffer.is_full():
+            return True
+        LOG.warning("Buffer holds %d events (limit %d): holding back acknowledgements",
+                    self._buffer.depth(), self._buffer.max_items)
+        self._metrics.backpressure.set(1)
+        try:
+            while self._buffer.is_full():
+                if self._stop.wait(_FULL_BUFFER_POLL_S):
+                    return False
+            return True
+        finally:
+            self._metrics.backpressure.set(0)
+
+    def _map(self, message: dict[str, Any]) -> tuple[str, str, str] | None:
+        """(attempt key, oslo type, JSON) for a booked notification, None when skipped
+        or parked.  Raises _Unparkable when it could neither be mapped nor parked."""
+        oslo_type = str(message.get("event_type"))
+        try:
+            event = map_notification(
+                self._cloud, message.get("ctxt"), message.get("publisher_id"),
+                oslo_type, message.get("payload"), message.get("metadata"))
+            if event is None:
+                self._metrics.skipped.labels(oslo_type).inc()
+                return None
+            value = json.dumps(event, allow_nan=False, separators=(",", ":"))
+        except Exception as exc:
+            # Deterministic: the same notification fails the same way every time.
+            LOG.error("Notification %s of type %s cannot be mapped (%s); parking it",
+                      _message_id(message), oslo_type, type(exc).__name__)
+            if self._park(message, f"unmappable: {exc}", "unmappable"):
+                return None
+            raise _Unparkable() from exc
+        return (_message_id(message) or event["event_id"], oslo_type, value)
+
+    def _write_one_by_one(self, items: list[tuple[str, str, str]]) -> NotificationResult:
+        failed = []
+        for item in items:
+            try:
+                self._buffer.append([item[2]])
+            except Exception:
+                failed.append(item)
+        if not failed:
+            self._succeeded(items)
+            return NotificationResult.HANDLED
+        still_failing = []
+        for key, oslo_type, value in failed:
+            if self._note_attempt(key) < self._max_write_attempts:
+                still_failing.append(key)
+            elif self._park({"event_type": oslo_type, "event": value},
+                            "buffer write failed repeatedly", "buffer_write"):
+                LOG.error("Event %s failed %d buffer writes; parked", key,
+                          self._max_write_attempts)
+            else:
+                still_failing.append(key)
+        self._metrics.buffer_write_failures.inc()
+        if still_failing:
+            # Items that were written will come back and be written again: harmless,
+            # the Reporting API deduplicates on event_id.
+            return self._requeue_after_pause()
+        return NotificationResult.HANDLED
+
+    def _park(self, record: Mapping[str, Any], reason: str, label: str) -> bool:
+        try:
+            self._buffer.park({"reason": reason, "notification": dict(record)})
+        except Exception as exc:
+            LOG.error("Parking failed too (%s)", exc)
+            return False
+        self._metrics.parked.labels(label).inc()
+        return True
+
+    def _succeeded(self, items: list[tuple[str, str, str]]) -> None:
+        with self._lock:
+            self._consecutive_failures = 0
+            for key, _, _ in items:
+                self._attempts.pop(key, None)
+        for _, oslo_type, _ in items:
+            self._metrics.mapped.labels(oslo_type).inc()
+        self._written.set()
+
+    def _note_attempt(self, key: str) -> int:
+        with self._lock:
+            count = self._attempts.pop(key, 0) + 1
+            self._attempts[key] = count
+            while len(self._attempts) > _ATTEMPTS_REMEMBERED:
+                self._attempts.popitem(last=False)
+            return count
+
+    def _requeue_after_pause(self) -> NotificationResult:
+        with self._lock:
+            self._consecutive_failures += 1
+            exponent = min(self._consecutive_failures, 16)
+        delay = min(self._requeue_max_delay_s, _REQUEUE_BASE_DELAY_S * 2**exponent)
+        self._stop.wait(delay / 2 + random.uniform(0, delay / 2))  # noqa: S311 - jitter
+        return NotificationResult.REQUEUE
+
+
+def _message_id(message: Mapping[str, Any]) -> str:
+    metadata = message.get("metadata")
+    if isinstance(metadata, Mapping):
+        value = metadata.get("message_id")
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+def build_targets(conf: cfg.ConfigOpts) -> list[oslo_messaging.Target]:
+    group = conf.collector
+    topics = [t for t in group.topics if t]
+    exchanges = [e for e in group.exchanges if e]
+    if not topics:
+        raise ConfigurationError("[collector] topics is empty")
+    if not exchanges:
+        raise ConfigurationError("[collector] exchanges is empty")
+    return [oslo_messaging.Target(topic=t, exchange=e) for t in topics for e in exchanges]
+
+
+def build_listener(
+    conf: cfg.ConfigOpts, transport: oslo_messaging.Transport, endpoint: NotificationEndpoint
+) -> oslo_messaging.MessageHandlingServer:
+    """The batch listener: explicit pool, threading executor, requeue allowed."""
+    group = conf.collector
+    if not group.pool:
+        raise ConfigurationError("[collector] pool must name the collector's own queue")
+    return oslo_messaging.get_batch_notification_listener(
+        transport,
+        build_targets(conf),
+        [endpoint],
+        executor="threading",
+        allow_requeue=True,
+        pool=group.pool,
+        batch_size=group.listener_batch_size,
+        batch_timeout=group.listener_batch_timeout,
+    )

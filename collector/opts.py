@@ -1,0 +1,27 @@
+"""Every option of tally-collector (entry point ``oslo.config.opts: tally.collector``)."""
+
+from __future__ import annotations
+
+import itertools
+
+from oslo_config import cfg
+
+from collector import buffer, delivery, listener, metrics
+
+GROUP = cfg.OptGroup(
+    "collector",
+    title="Notification collector",
+    help="tally-collector: consumes OpenStack notifications from RabbitMQ, buffers "
+    "the mapped events on disk and delivers them to the Reporting API.",
+)
+
+
+def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
+    return [(GROUP, list(itertools.chain(
+        listener.OPTS, buffer.OPTS, delivery.OPTS, metrics.OPTS)))]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    for group, opts in list_opts():
+        conf.register_group(group)
+        conf.register_opts(opts, group=group)

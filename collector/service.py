@@ -1,0 +1,102 @@
+"""The collector assembled: listener, disk buffer, delivery thread and metrics."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+
+import oslo_messaging
+from oslo_config import cfg
+
+from collector.buffer import EventBuffer
+from collector.delivery import Delivery
+from collector.errors import ConfigurationError
+from collector.listener import NotificationEndpoint, build_listener, resolve_cloud
+from collector.metrics import CollectorMetrics, MetricsServer, parse_bind
+
+LOG = logging.getLogger(__name__)
+
+_RABBIT_GROUP = "oslo_messaging_rabbit"
+
+
+class Collector:
+    """One running collector.  Everything is read and checked in the constructor, so
+    a bad configuration fails before anything is consumed."""
+
+    def __init__(
+        self,
+        conf: cfg.ConfigOpts,
+        transport: oslo_messaging.Transport | None = None,
+        environ: Mapping[str, str] = os.environ,
+    ) -> None:
+        self.conf = conf
+        self.cloud = resolve_cloud(conf, environ)
+        bind = parse_bind(conf.collector.metrics_bind)
+        self.metrics = CollectorMetrics()
+        self.buffer = EventBuffer.from_conf(conf)
+        self.delivery = Delivery.from_conf(conf, self.buffer, self.metrics)
+        self.metrics.watch_buffer(self.buffer.depth, self.buffer.oldest_age,
+                                  self.buffer.parked_depth)
+        self.metrics_server = MetricsServer(self.metrics, bind) if bind else None
+        self.stopping = threading.Event()
+        self.written = threading.Event()
+        self.endpoint = NotificationEndpoint(
+            self.cloud, self.buffer, self.metrics, self.stopping, self.written,
+            max_write_attempts=conf.collector.max_write_attempts,
+            requeue_max_delay_s=conf.collector.requeue_max_delay_s,
+        )
+        self._own_transport = transport is None
+        if transport is None:
+            try:
+                transport = oslo_messaging.get_notification_transport(conf)
+            except (oslo_messaging.InvalidTransportURL, oslo_messaging.DriverLoadFailure) as exc:
+                raise ConfigurationError(f"transport_url: {exc}") from None
+        self.transport = transport
+        self._default_prefetch(conf)
+        self.listener = build_listener(conf, transport, self.endpoint)
+        self._delivery_thread = threading.Thread(
+            target=self.delivery.run, args=(self.stopping, self.written),
+            name="tally-delivery", daemon=True)
+
+    @staticmethod
+    def _default_prefetch(conf: cfg.ConfigOpts) -> None:
+        # oslo's default prefetch is unlimited: a full buffer would then pull the whole
+        # queue into memory unacknowledged.  Bound it unless the operator chose a value.
+        try:
+            location = conf.get_location("rabbit_qos_prefetch_count", _RABBIT_GROUP)
+        except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
+            return  # not the rabbit driver
+        if location is None or location.location == cfg.Locations.opt_default:
+            conf.set_default("rabbit_qos_prefetch_count",
+                             2 * conf.collector.listener_batch_size, group=_RABBIT_GROUP)
+
+    def start(self) -> None:
+        if self.metrics_server is not None:
+            self.metrics_server.start()
+        depth, parked = self.buffer.depth(), self.buffer.parked_depth()
+        LOG.info("Collecting cloud %s from exchanges %s (pool %s); %d events buffered",
+                 self.cloud, ",".join(self.conf.collector.exchanges),
+                 self.conf.collector.pool, depth)
+        if parked:
+            LOG.warning("%d items are parked in %s/parked and will not be delivered "
+                        "until an operator requeues them", parked, self.buffer.directory)
+        self._delivery_thread.start()
+        self.listener.start()
+
+    def stop(self) -> None:
+        """Stop consuming, finish in-flight batches and their acks, stop delivering."""
+        LOG.info("Stopping: finishing in-flight notifications")
+        self.stopping.set()
+        self.listener.stop()
+        self.listener.wait()
+        self.written.set()
+        self._delivery_thread.join(timeout=self.conf.collector.request_timeout_s + 5)
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
+        if self._own_transport:
+            self.transport.cleanup()
+        self.buffer.close()
+        LOG.info("Stopped; %s", "delivery thread still busy" if
+                 self._delivery_thread.is_alive() else "clean exit")
