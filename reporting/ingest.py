@@ -68,7 +68,22 @@ def _readable(item: Any, field: str) -> str | None:
 def ingest_events(
     factory: sessionmaker[Session], items: Sequence[Any], *, require_size_schema: bool
 ) -> list[ItemResult]:
-    """Ingest ``items`` (raw decoded JSON values) and answer one result per item, in order."""
+    """Ingest ``items`` (raw decoded JSON values) and answer one result per item, in order.
+
+    A refused item is kept in ``rejected_events`` with its reason.
+    """
+    return ingest(factory, items, require_size_schema=require_size_schema, dead_letter=True)
+
+
+def ingest(
+    factory: sessionmaker[Session],
+    items: Sequence[Any],
+    *,
+    require_size_schema: bool,
+    dead_letter: bool,
+) -> list[ItemResult]:
+    """``ingest_events``; with ``dead_letter=False`` a refused item is only reported
+    (a dead-letter replay must not file a second copy of a row that still fails)."""
     with factory() as session:
         validator = load_validator(session, items, require_size_schema=require_size_schema)
     checked = [validator.check(item) for item in items]
@@ -76,7 +91,8 @@ def ingest_events(
     rejected: list[_Rejected] = []
     for index, outcome in enumerate(checked):
         if isinstance(outcome, str):
-            rejected.append(_Rejected(index, items[index], outcome))
+            if dead_letter:
+                rejected.append(_Rejected(index, items[index], outcome))
         else:
             valid.append((index, outcome))
     stored = _store_with_retry(factory, valid, rejected)

@@ -64,7 +64,7 @@ def _where(error: jsonschema.ValidationError) -> str:
     return f"/{path}" if path else "(root)"
 
 
-def _unstorable(value: Any) -> bool:
+def unstorable(value: Any) -> bool:
     """True when a string or key somewhere holds NUL or a lone surrogate.
 
     Neither survives PostgreSQL (text refuses NUL, UTF-8 refuses surrogates), so
@@ -79,9 +79,9 @@ def _unstorable(value: Any) -> bool:
             return True
         return False
     if isinstance(value, dict):
-        return any(_unstorable(k) or _unstorable(v) for k, v in value.items())
+        return any(unstorable(k) or unstorable(v) for k, v in value.items())
     if isinstance(value, list):
-        return any(_unstorable(v) for v in value)
+        return any(unstorable(v) for v in value)
     return False
 
 
@@ -137,7 +137,7 @@ class ItemValidator:
             error = jsonschema.exceptions.best_match(_EVENT_VALIDATOR.iter_errors(item))
             assert error is not None
             return _clip(f"event_schema: {_where(error)}: {error.message}")
-        if _unstorable(item):
+        if unstorable(item):
             return "event_schema: a string holds NUL or an unpaired surrogate"
         try:
             timestamp = parse_timestamp(item["timestamp"])

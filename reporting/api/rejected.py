@@ -1,0 +1,138 @@
+"""The dead letter over HTTP: list refused items, replay them after a schema fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from flask import Blueprint, current_app, jsonify, request
+
+from mapping.event import TimestampError, format_timestamp, parse_timestamp
+from reporting.api.auth import require_role
+from reporting.api.errors import ApiError
+from reporting.api.jsonbody import json_object
+from reporting.db.models import RejectedEvent
+from reporting.db.session import app_sessionmaker, db_session
+from reporting.ingest import MAX_BATCH, ingest, utcnow
+from reporting.pagination import decode_marker, list_body, page, parse_limit
+
+bp = Blueprint("rejected", __name__)
+
+_LIST_TAG = "rejected-events"
+_FILTERS = {"cloud", "since", "reason", "replayed", "limit", "marker"}
+
+
+def _bad(message: str) -> ApiError:
+    return ApiError(400, "bad_request", message)
+
+
+def render(row: RejectedEvent) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "received_at": format_timestamp(row.received_at),
+        "cloud": row.cloud,
+        "event_id": row.event_id,
+        "reason": row.reason,
+        "raw": row.raw,
+        "replayed_at": format_timestamp(row.replayed_at) if row.replayed_at else None,
+    }
+
+
+@bp.get("/v1/rejected-events")
+@require_role("read")
+def list_rejected() -> Any:
+    """Rows in the order they were refused; filters: cloud, since, reason (prefix), replayed."""
+    args = request.args
+    unknown = sorted(set(args) - _FILTERS)
+    if unknown:
+        raise _bad(f"unknown query parameter(s): {', '.join(unknown)}")
+    limit = parse_limit(args)
+    query = sa.select(RejectedEvent).order_by(RejectedEvent.id).limit(limit + 1)
+    if "cloud" in args:
+        query = query.where(RejectedEvent.cloud == args["cloud"])
+    if "since" in args:
+        try:
+            since = parse_timestamp(args["since"]).replace(tzinfo=None)
+        except TimestampError as exc:
+            raise _bad(f"since: {exc}") from None
+        query = query.where(RejectedEvent.received_at >= since)
+    if "reason" in args:
+        query = query.where(RejectedEvent.reason.startswith(args["reason"], autoescape=True))
+    if "replayed" in args:
+        flag = args["replayed"].lower()
+        if flag not in ("true", "false"):
+            raise _bad("replayed must be true or false")
+        column = RejectedEvent.replayed_at
+        query = query.where(column.is_not(None) if flag == "true" else column.is_(None))
+    if "marker" in args:
+        (after,) = decode_marker(_LIST_TAG, ("int",), args["marker"])
+        query = query.where(RejectedEvent.id > after)
+    rows = list(db_session().execute(query).scalars())
+    kept, marker = page(rows, limit, _LIST_TAG, lambda row: (row.id,))
+    return jsonify(list_body([render(row) for row in kept], marker))
+
+
+def _ids(body: dict[str, Any]) -> list[int]:
+    unknown = sorted(set(body) - {"ids"})
+    if unknown:
+        raise _bad(f"unknown member(s) in the body: {', '.join(unknown)}")
+    ids = body.get("ids")
+    if not isinstance(ids, list) or not ids:
+        raise _bad("the body must hold a non-empty 'ids' array of rejected-event ids")
+    if len(ids) > MAX_BATCH:
+        raise ApiError(413, "too_many_ids", f"{len(ids)} ids in one request; at most {MAX_BATCH}")
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise _bad("every id must be an integer")
+    return list(dict.fromkeys(ids))  # a repeated id is replayed once
+
+
+@bp.post("/v1/rejected-events/replay")
+@require_role("admin")
+def replay() -> Any:
+    """Re-validate the named rows under the current schemas and ingest those that pass.
+
+    A row whose event is now stored (or was already) is marked ``replayed_at`` and
+    kept; one that still fails stays as it is and its current reason is answered.
+    """
+    ids = _ids(json_object())
+    factory = app_sessionmaker()
+    with factory() as session:
+        rows = {
+            row.id: row
+            for row in session.execute(
+                sa.select(RejectedEvent).where(RejectedEvent.id.in_(ids))
+            ).scalars()
+        }
+    pending = [rows[i] for i in ids if i in rows and rows[i].replayed_at is None]
+    outcomes = ingest(
+        factory,
+        [row.raw for row in pending],
+        require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"],
+        dead_letter=False,
+    )
+    by_id = {row.id: outcome for row, outcome in zip(pending, outcomes, strict=True)}
+    done = [row_id for row_id, o in by_id.items() if o.status != "rejected"]
+    if done:
+        with factory() as session, session.begin():
+            session.execute(
+                sa.update(RejectedEvent)
+                .where(RejectedEvent.id.in_(done), RejectedEvent.replayed_at.is_(None))
+                .values(replayed_at=utcnow())
+            )
+    results: list[dict[str, Any]] = []
+    for row_id in ids:
+        if row_id not in rows:
+            results.append({"id": row_id, "status": "not_found"})
+        elif row_id not in by_id:
+            results.append({"id": row_id, "status": "already_replayed",
+                            "event_id": rows[row_id].event_id})
+        else:
+            outcome = by_id[row_id]
+            entry: dict[str, Any] = {"id": row_id, "status": outcome.status,
+                                     "event_id": outcome.event_id}
+            if outcome.reason is not None:
+                entry["reason"] = outcome.reason
+            results.append(entry)
+    counts = {s: sum(1 for r in results if r["status"] == s)
+              for s in ("stored", "duplicate", "rejected", "not_found", "already_replayed")}
+    return jsonify({"results": results, **counts})
