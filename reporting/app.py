@@ -34,8 +34,9 @@ def _register_blueprints(app: Flask, conf: cfg.ConfigOpts) -> None:
 
     for read_side in (health, resources, usage):
         app.register_blueprint(read_side.bp)
-    from reporting.api import events  # write side
+    from reporting.api import events, rejected, resource_types  # write side
     events.init_app(app, conf)  # write side
-    app.register_blueprint(events.bp)  # write side
+    for write_side in (events, rejected, resource_types):  # write side
+        app.register_blueprint(write_side.bp)  # write side
     del conf
     del app
