@@ -11,6 +11,7 @@ from oslo_config import cfg
 from reporting.api import auth, events, keystone_auth
 from reporting.cmd import serve
 from reporting.db import engine
+from reporting.sync import options as sync_options
 
 _GROUPS: list[tuple[str, list[cfg.Opt]]] = [
     ("database", engine.database_opts),
@@ -19,6 +20,7 @@ _GROUPS: list[tuple[str, list[cfg.Opt]]] = [
     ("ingest", events.ingest_opts),
     ("api", serve.serve_opts),
     ("api", keystone_auth.api_keystone_opts),
+    ("sync", sync_options.sync_opts),
 ]
 
 

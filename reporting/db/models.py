@@ -198,3 +198,17 @@ class SyncLock(Base):
     holder: Mapped[str] = mapped_column(String(255))
     acquired_at: Mapped[dt.datetime] = mapped_column(DateTime())
     expires_at: Mapped[dt.datetime] = mapped_column(DateTime())
+
+
+class SyncSighting(Base):
+    """The last instant (a run's started_at) a completed run listed a resource alive.
+
+    Recorded in a delete booked by absence, beside the poll instant it is dated at.
+    """
+
+    __tablename__ = "sync_sightings"
+
+    cloud: Mapped[str] = mapped_column(String(255), primary_key=True)
+    resource_type: Mapped[str] = mapped_column(String(64), primary_key=True)
+    resource_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    last_seen_at: Mapped[dt.datetime] = mapped_column(DateTime())

@@ -1,0 +1,1 @@
+"""The OpenStack adapter of the reconciliation framework (SPEC §7)."""

@@ -1,0 +1,89 @@
+"""The clouds.yaml entry a run authenticates with, through openstacksdk's loader.
+
+Search: ``OS_CLIENT_CONFIG_FILE`` when set, and then that file only; otherwise the
+loader's own order (working directory, the user's config directory, the site
+directories, ``/etc/openstack``), first file found wins.  A ``secure.yaml`` beside
+the file found (or ``OS_CLIENT_SECURE_FILE``) is merged over it.  The stock loader
+ignores ``OS_REGION_NAME``/``OS_INTERFACE`` for a named cloud; here they override
+the entry's ``region_name``/``interface``, for every cloud the process syncs.
+
+The file is read again on every run, so a rotated secret reaches the next sync.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from keystoneauth1 import exceptions as ks_exceptions
+from openstack import exceptions as sdk_exceptions
+from openstack.config import cloud_region, loader
+
+from reporting.sync.observation import RunAborted
+
+LOG = logging.getLogger(__name__)
+
+_NAMES = ("clouds.yaml", "clouds.yml", "clouds.json")
+_SECURE_NAMES = ("secure.yaml", "secure.yml", "secure.json")
+
+
+def candidate_files(environ: Mapping[str, str]) -> list[str]:
+    """The clouds.yaml locations searched, in order."""
+    override = environ.get("OS_CLIENT_CONFIG_FILE")
+    if override:
+        return [override]
+    return list(dict.fromkeys(loader.CONFIG_FILES))
+
+
+def _secure_files(found: str, environ: Mapping[str, str]) -> list[str]:
+    files = [str(Path(found).with_name(name)) for name in _SECURE_NAMES]
+    override = environ.get("OS_CLIENT_SECURE_FILE")
+    return [override, *files] if override else files
+
+
+def _is_app_credential(auth_type: str | None) -> bool:
+    return (auth_type or "").replace("_", "").lower() in (
+        "v3applicationcredential", "applicationcredential",
+    )
+
+
+def resolve_cloud(
+    os_cloud: str, environ: Mapping[str, str] | None = None
+) -> cloud_region.CloudRegion:
+    """The entry ``os_cloud`` with its secure.yaml merged and the env overrides applied."""
+    env = os.environ if environ is None else environ
+    searched = candidate_files(env)
+    found = next((path for path in searched if os.path.isfile(path)), None)
+    if found is None:
+        raise RunAborted(
+            f'resolving the clouds.yaml entry "{os_cloud}": no clouds.yaml found; '
+            f"searched {', '.join(searched)}"
+        )
+    overrides: dict[str, Any] = {}
+    if env.get("OS_REGION_NAME"):
+        overrides["region_name"] = env["OS_REGION_NAME"]
+    if env.get("OS_INTERFACE"):
+        overrides["interface"] = env["OS_INTERFACE"]
+    try:
+        config = loader.OpenStackConfig(
+            config_files=[found], secure_files=_secure_files(found, env), load_envvars=False
+        )
+        if os_cloud not in config.get_cloud_names():
+            raise RunAborted(
+                f'resolving the clouds.yaml entry "{os_cloud}": {found} has no such entry'
+            )
+        raw_auth = config.cloud_config["clouds"][os_cloud].get("auth") or {}
+        auth_type = config.cloud_config["clouds"][os_cloud].get("auth_type")
+        if _is_app_credential(auth_type) and not raw_auth.get("application_credential_secret"):
+            raise RunAborted(
+                f'authenticating against the cloud "{os_cloud}": '
+                "You must provide an Application Credential Secret"
+            )
+        return config.get_one(os_cloud, **overrides)
+    except ks_exceptions.OptionError as exc:
+        raise RunAborted(f'authenticating against the cloud "{os_cloud}": {exc}') from None
+    except sdk_exceptions.ConfigException as exc:
+        raise RunAborted(f'resolving the clouds.yaml entry "{os_cloud}": {exc}') from None

@@ -1,0 +1,136 @@
+"""keystoneauth plumbing of one run: per-service adapters, the budget, pagination.
+
+Every request runs inside the run's budget: its timeout is what is left of it, and
+a request the budget does not cover is not sent.  Each service paginates its own
+way (seed ``openstack-apis`` pitfall 7); we only ever take the ``marker`` out of a
+next link and rebuild the request on our own endpoint, so a link's host, a dropped
+filter (octavia) or a relative ``/v2`` path (glance) cannot mislead us.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
+from openstack.config import cloud_region
+
+from reporting.sync.observation import RunAborted
+
+PAGE_SIZE = 1000
+_VERSIONED = re.compile(r"/v\d+(\.\d+)?(/[^/]*)?/?$")
+
+
+class BudgetExceeded(RunAborted):
+    """The run's budget ran out before the cloud was observed."""
+
+
+class Budget:
+    def __init__(self, deadline: float, budget_s: float) -> None:
+        self.deadline = deadline
+        self.budget_s = budget_s
+
+    def remaining(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise BudgetExceeded(
+                f"the run did not fit its budget of {self.budget_s:g} s "
+                "([sync] budget_s / TALLY_REPORTING_SYNC_BUDGET_S)"
+            )
+        return left
+
+
+class ServiceClient:
+    """One keystoneauth Adapter plus the run's budget."""
+
+    def __init__(self, adapter: ks_adapter.Adapter, budget: Budget) -> None:
+        self.adapter = adapter
+        self.budget = budget
+
+    def get_json(self, path: str, params: dict[str, Any] | None = None,
+                 microversion: str | None = None) -> Any:
+        response = self.adapter.get(
+            path, params=params, microversion=microversion,
+            timeout=self.budget.remaining(), raise_exc=True,
+        )
+        return response.json()
+
+    def versioned(self, prefix: str, path: str) -> str:
+        """``path`` under ``prefix`` unless the catalog endpoint already names a version."""
+        endpoint = self.adapter.get_endpoint() or ""
+        if _VERSIONED.search(urlsplit(endpoint).path):
+            return path
+        return f"{prefix}/{path}"
+
+
+def make_client(
+    region: cloud_region.CloudRegion, session: ks_session.Session, service_type: str,
+    budget: Budget,
+) -> ServiceClient:
+    adapter = ks_adapter.Adapter(
+        session,
+        service_type=service_type,
+        interface=region.get_interface(service_type),
+        region_name=region.get_region_name(service_type),
+        endpoint_override=region.get_endpoint(service_type),
+    )
+    return ServiceClient(adapter, budget)
+
+
+def marker_of(link: str | None) -> str | None:
+    """The ``marker`` query parameter of a next link, absolute or relative."""
+    if not link:
+        return None
+    values = parse_qs(urlsplit(link).query).get("marker")
+    return values[0] if values else None
+
+
+def next_link(body: dict[str, Any], links_key: str | None) -> str | None:
+    """The ``rel == next`` href of ``links_key``, or glance's top-level ``next``."""
+    if links_key is None:
+        value = body.get("next")
+        return value if isinstance(value, str) else None
+    for link in body.get(links_key) or ():
+        if isinstance(link, dict) and link.get("rel") == "next":
+            href = link.get("href")
+            return href if isinstance(href, str) else None
+    return None
+
+
+def paginate(
+    client: ServiceClient,
+    path: str,
+    params: dict[str, Any],
+    items_key: str,
+    links_key: str | None,
+    *,
+    microversion: str | None = None,
+    stop_on_short_page: bool = False,
+    marker_from: Callable[[dict[str, Any]], str] = lambda item: str(item["id"]),
+) -> Iterator[dict[str, Any]]:
+    """Every item of a marker-paginated listing.
+
+    Stops when a page has no next link, is empty, or (neutron, which links a full
+    last page) is shorter than the limit.  A next link without a marker falls back
+    to the last item's id; a marker that does not move ends the listing.
+    """
+    query = {**params, "limit": PAGE_SIZE}
+    seen_markers: set[str] = set()
+    while True:
+        body = client.get_json(path, params=query, microversion=microversion)
+        if not isinstance(body, dict) or not isinstance(body.get(items_key), list):
+            raise ValueError(f"the {items_key} listing answered without a {items_key} list")
+        items = body[items_key]
+        yield from items
+        link = next_link(body, links_key)
+        if not items or link is None or (stop_on_short_page and len(items) < PAGE_SIZE):
+            return
+        marker = marker_of(link) or marker_from(items[-1])
+        if marker in seen_markers:
+            raise ValueError(f"the {items_key} listing repeated the marker {marker}")
+        seen_markers.add(marker)
+        query = {**params, "limit": PAGE_SIZE, "marker": marker}

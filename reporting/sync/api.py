@@ -1,0 +1,101 @@
+"""``POST /internal/sync/{cloud}`` and ``GET /v1/sync-runs`` (SPEC §6).
+
+The sync is synchronous: the caller learns the outcome from the response.  200
+with the run's summary; 404 for a cloud the clouds file does not name; 409 while
+another run of the cloud holds its lease; 500 when the run recorded any error,
+answered with the run id only (the reasons carry platform detail and are read back
+from ``sync_runs``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import sqlalchemy as sa
+from flask import Blueprint, Flask, Response, current_app, jsonify, request
+from oslo_config import cfg
+
+from mapping.event import TimestampError, format_timestamp, parse_timestamp
+from reporting import pagination
+from reporting.api.auth import require_role
+from reporting.api.errors import ApiError
+from reporting.db.models import SyncRun
+from reporting.db.session import SESSIONMAKER_KEY, db_session
+from reporting.sync.clouds import load_clouds_file
+from reporting.sync.options import apply_env_aliases
+from reporting.sync.runner import CloudBusy, SyncService, UnknownCloud
+
+SERVICE_KEY = "tally.sync"
+MARKER_TAG = "sync-runs"
+
+bp = Blueprint("sync", __name__)
+
+
+def init_app(app: Flask, conf: cfg.ConfigOpts) -> None:
+    """Read and check the clouds file; a bad one raises and the service does not start."""
+    apply_env_aliases(conf, os.environ)
+    clouds = load_clouds_file(conf.sync.clouds_file)
+    app.extensions[SERVICE_KEY] = SyncService(conf, app.extensions[SESSIONMAKER_KEY], clouds)
+
+
+def _service() -> SyncService:
+    return current_app.extensions[SERVICE_KEY]
+
+
+@bp.post("/internal/sync/<cloud>")
+@require_role("admin")
+def sync_cloud(cloud: str) -> tuple[Response, int]:
+    at = None
+    raw = request.args.get("at")
+    if raw is not None:
+        try:
+            at = parse_timestamp(raw).replace(tzinfo=None)
+        except TimestampError as exc:
+            raise ApiError(400, "bad_request", f"at: {exc}") from None
+    try:
+        result = _service().run(cloud, at)
+    except UnknownCloud:
+        raise ApiError(404, "not_found", f"the clouds file names no cloud {cloud!r}") from None
+    except CloudBusy:
+        raise ApiError(409, "conflict", f"another sync run of {cloud!r} is in progress") from None
+    if result.status != "completed":
+        body = {"error": {"code": "sync_failed",
+                          "message": f"sync run {result.run_id} failed; see GET /v1/sync-runs"},
+                "run_id": result.run_id}
+        return jsonify(body), 500
+    return jsonify(result.summary()), 200
+
+
+def _render(run: SyncRun) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "cloud": run.cloud,
+        "status": run.status,
+        "started_at": format_timestamp(run.started_at),
+        "completed_at": format_timestamp(run.completed_at) if run.completed_at else None,
+        "stats": run.stats,
+    }
+
+
+@bp.get("/v1/sync-runs")
+@require_role("read")
+def list_sync_runs() -> Response:
+    """Newest first (by started_at, then id); ``cloud`` filters, ``limit``/``marker`` page."""
+    limit = pagination.parse_limit(request.args)
+    query = sa.select(SyncRun)
+    cloud = request.args.get("cloud")
+    if cloud:
+        query = query.where(SyncRun.cloud == cloud)
+    marker = request.args.get("marker")
+    if marker:
+        started, run_id = pagination.decode_marker(MARKER_TAG, ("datetime", "str"), marker)
+        query = query.where(sa.or_(
+            SyncRun.started_at < started,
+            sa.and_(SyncRun.started_at == started, SyncRun.id < run_id),
+        ))
+    query = query.order_by(SyncRun.started_at.desc(), SyncRun.id.desc()).limit(limit + 1)
+    runs = list(db_session().execute(query).scalars())
+    kept, next_marker = pagination.page(runs, limit, MARKER_TAG,
+                                        lambda run: (run.started_at, run.id))
+    return jsonify(pagination.list_body([_render(run) for run in kept], next_marker))

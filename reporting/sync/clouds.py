@@ -1,0 +1,96 @@
+"""The clouds file: which clouds a sync may run for, and with which adapter.
+
+Names, platforms and adapters are checked when the file is read (a bad file stops
+the service, naming the entry).  ``adapter_config`` is the adapter's own business
+and is parsed strictly at the first sync of the cloud.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Final
+
+import yaml
+
+from mapping.event import MAX_ID_LEN
+from reporting.sync.observation import Adapter
+
+
+class CloudsFileError(ValueError):
+    """The clouds file cannot be used; the message names the file and the entry."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CloudEntry:
+    name: str
+    platform: str
+    adapter: str
+    adapter_config: Any
+
+
+AdapterFactory = Callable[[CloudEntry, float], Adapter]
+
+
+def _openstack(entry: CloudEntry, budget_s: float) -> Adapter:
+    from reporting.openstack.adapter import OpenStackAdapter
+
+    return OpenStackAdapter(entry.name, entry.adapter_config, budget_s=budget_s)
+
+
+# adapter name -> (the platform it serves, its factory)
+ADAPTERS: Final[Mapping[str, tuple[str, AdapterFactory]]] = MappingProxyType({
+    "openstack": ("openstack", _openstack),
+})
+
+
+def build_adapter(entry: CloudEntry, budget_s: float) -> Adapter:
+    return ADAPTERS[entry.adapter][1](entry, budget_s)
+
+
+def _entry(path: str, index: int, raw: Any) -> CloudEntry:
+    where = f"clouds file {path}: entry {index + 1}"
+    if not isinstance(raw, Mapping):
+        raise CloudsFileError(f"{where} is not a mapping")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_ID_LEN:
+        raise CloudsFileError(f"{where}: name must be a non-empty string of at most 255 chars")
+    where = f"clouds file {path}: cloud {name!r}"
+    unknown = sorted(set(raw) - {"name", "platform", "adapter", "adapter_config"})
+    if unknown:
+        raise CloudsFileError(f"{where}: unknown key(s) {', '.join(map(str, unknown))}")
+    adapter = raw.get("adapter")
+    if not isinstance(adapter, str) or adapter not in ADAPTERS:
+        raise CloudsFileError(
+            f"{where}: adapter {adapter!r} is not one of {', '.join(sorted(ADAPTERS))}"
+        )
+    platform = raw.get("platform")
+    if platform != ADAPTERS[adapter][0]:
+        raise CloudsFileError(
+            f"{where}: platform {platform!r} is not the platform of adapter {adapter!r} "
+            f"({ADAPTERS[adapter][0]!r})"
+        )
+    return CloudEntry(name, str(platform), adapter, raw.get("adapter_config"))
+
+
+def load_clouds_file(path: str | None) -> dict[str, CloudEntry]:
+    """The clouds by name; an unset path means no clouds."""
+    if not path:
+        return {}
+    try:
+        document = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise CloudsFileError(f"clouds file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise CloudsFileError(f"clouds file {path} is not valid YAML: {exc}") from None
+    if not isinstance(document, Mapping) or not isinstance(document.get("clouds"), list):
+        raise CloudsFileError(f"clouds file {path} must hold a list under 'clouds'")
+    clouds: dict[str, CloudEntry] = {}
+    for index, raw in enumerate(document["clouds"]):
+        entry = _entry(path, index, raw)
+        if entry.name in clouds:
+            raise CloudsFileError(f"clouds file {path}: cloud {entry.name!r} is listed twice")
+        clouds[entry.name] = entry
+    return clouds

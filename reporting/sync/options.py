@@ -1,0 +1,66 @@
+"""``[sync]`` options of tally-reporting and tally-sync, with their environment aliases."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from oslo_config import cfg
+
+sync_opts: list[cfg.Opt] = [
+    cfg.StrOpt(
+        "clouds_file",
+        help="YAML file listing the clouds to reconcile ({clouds: [{name, platform, "
+        "adapter, adapter_config}]}). Read and checked when the service starts; unset, "
+        "no cloud can be synced (every sync answers 404).",
+    ),
+    cfg.FloatOpt(
+        "budget_s",
+        default=45.0,
+        min=1.0,
+        help="Seconds one sync run may take; a run that does not fit fails and moves "
+        "nothing. Environment alias: TALLY_REPORTING_SYNC_BUDGET_S.",
+    ),
+    cfg.FloatOpt(
+        "settle_s",
+        default=60.0,
+        min=0.0,
+        help="Settle window: a difference the platform or the projection dates within "
+        "this many seconds before the run (or after it) is deferred to the next run. "
+        "0 turns the window off. Environment alias: TALLY_REPORTING_SYNC_SETTLE_S.",
+    ),
+    cfg.StrOpt(
+        "api_url",
+        default="http://127.0.0.1:8779",
+        help="tally-sync: base URL of the Reporting API whose /internal/sync it calls.",
+    ),
+    cfg.StrOpt(
+        "token_file",
+        help="tally-sync: file holding the bearer token of an admin-role caller (the "
+        "first line; unset: no Authorization header, for auth_strategy=noauth).",
+    ),
+]
+
+ENV_ALIASES: Mapping[str, str] = {
+    "TALLY_REPORTING_SYNC_BUDGET_S": "budget_s",
+    "TALLY_REPORTING_SYNC_SETTLE_S": "settle_s",
+}
+
+
+class SyncConfigError(ValueError):
+    """The [sync] configuration cannot work; the service refuses to start."""
+
+
+def apply_env_aliases(conf: cfg.ConfigOpts, environ: Mapping[str, str]) -> None:
+    """Override budget_s / settle_s from their environment aliases."""
+    for variable, name in ENV_ALIASES.items():
+        raw = environ.get(variable)
+        if raw is None:
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            raise SyncConfigError(f"{variable}={raw!r} is not a number of seconds") from None
+        minimum = 1.0 if name == "budget_s" else 0.0
+        if value < minimum:
+            raise SyncConfigError(f"{variable}={raw!r} is below {minimum:g}")
+        conf.set_override(name, value, group="sync")

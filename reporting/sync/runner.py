@@ -1,0 +1,190 @@
+"""One sync run of one cloud, start to finish (SPEC §6).
+
+lock -> sync_runs row -> deletion window -> adapter observes the cloud -> read the
+projection -> plan -> book the corrections through the ordinary ingest path ->
+sightings and size names -> stats, metrics -> unlock.  Any recorded error fails the
+run; a failed run keeps what it booked and does not move the next run's bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from oslo_config import cfg
+from sqlalchemy.orm import Session, sessionmaker
+
+from mapping.event import format_timestamp
+from reporting import metrics
+from reporting.ingest import MAX_BATCH, ingest_events
+from reporting.sync import lock, store
+from reporting.sync.clouds import CloudEntry, build_adapter
+from reporting.sync.observation import Adapter, Observation, ObserveRequest, RunAborted
+from reporting.sync.plan import ACTION_STAT, Plan, RunContext, plan_corrections
+from reporting.sync.window import deletion_window
+
+LOG = logging.getLogger(__name__)
+
+# A lease outlives the run's budget by this much; the run itself never does.
+LEASE_MARGIN = dt.timedelta(seconds=60)
+
+
+class UnknownCloud(LookupError):
+    """The clouds file names no such cloud."""
+
+
+class CloudBusy(RuntimeError):
+    """Another run of the cloud holds its lease."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    cloud: str
+    status: str
+    started_at: dt.datetime
+    completed_at: dt.datetime
+    stats: dict[str, Any]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.run_id,
+            "cloud": self.cloud,
+            "status": self.status,
+            "started_at": format_timestamp(self.started_at),
+            "completed_at": format_timestamp(self.completed_at),
+            "stats": self.stats,
+        }
+
+
+def _empty_stats() -> dict[str, Any]:
+    return {"created": 0, "updated": 0, "deleted": 0,
+            "deferred": {"transition": 0, "recent": 0},
+            "errors": [], "error_count": 0, "enumerated_types": []}
+
+
+class SyncService:
+    def __init__(
+        self,
+        conf: cfg.ConfigOpts,
+        factory: sessionmaker[Session],
+        clouds: Mapping[str, CloudEntry],
+        adapter_factory: Callable[[CloudEntry, float], Adapter] = build_adapter,
+    ) -> None:
+        self.conf = conf
+        self.factory = factory
+        self.clouds = clouds
+        self.adapter_factory = adapter_factory
+
+    def run(self, cloud: str, at: dt.datetime | None = None) -> RunResult:
+        """Run one sync of ``cloud``; ``at`` is the told instant (naive UTC), else now."""
+        entry = self.clouds.get(cloud)
+        if entry is None:
+            raise UnknownCloud(cloud)
+        budget_s = float(self.conf.sync.budget_s)
+        deadline = time.monotonic() + budget_s
+        run_id = str(uuid.uuid4())
+        started_at = at if at is not None else lock.utcnow()
+        lease = dt.timedelta(seconds=budget_s) + LEASE_MARGIN
+        if not lock.acquire(self.factory, cloud, run_id, lease):
+            raise CloudBusy(cloud)
+        try:
+            store.create_run(self.factory, run_id, cloud, started_at)
+            stats = _empty_stats()
+            try:
+                self._run(entry, run_id, started_at, deadline, budget_s, stats)
+            except RunAborted as exc:
+                stats["errors"].append(str(exc))
+            except Exception as exc:  # recorded, never lost with the lease held
+                LOG.exception("sync run %s of %s failed unexpectedly", run_id, cloud)
+                stats["errors"].append(f"internal error: {type(exc).__name__}: {exc}")
+            stats["error_count"] = len(stats["errors"])
+            status = "failed" if stats["errors"] else "completed"
+            completed_at = lock.utcnow()
+            store.finish_run(self.factory, run_id, status, completed_at, stats)
+        finally:
+            lock.release(self.factory, cloud, run_id)
+        self._count(cloud, status, stats)
+        LOG.info("sync run %s of %s %s: created %s, updated %s, deleted %s, deferred %s, "
+                 "errors %s", run_id, cloud, status, stats["created"], stats["updated"],
+                 stats["deleted"], stats["deferred"], stats["error_count"])
+        return RunResult(run_id, cloud, status, started_at, completed_at, stats)
+
+    def _run(self, entry: CloudEntry, run_id: str, at: dt.datetime, deadline: float,
+             budget_s: float, stats: dict[str, Any]) -> None:
+        settle = dt.timedelta(seconds=float(self.conf.sync.settle_s))
+        bound = store.completed_bound(self.factory, entry.name)
+        window = deletion_window(at, bound, settle)
+        if window.behind_bound:
+            LOG.warning("sync of %s: told instant %s is behind the last completed run (%s); "
+                        "asking for the whole 24 hours of deletions before it",
+                        entry.name, format_timestamp(at), format_timestamp(bound or at))
+        stats["deletion_window"] = {
+            "since": format_timestamp(window.since) if window.since else None,
+            "clamped": window.clamped,
+        }
+        adapter = self.adapter_factory(entry, budget_s)
+        observation = adapter.observe(ObserveRequest(entry.name, at, window.since, deadline))
+        stats["enumerated_types"] = sorted(observation.enumerated_types)
+        stats["errors"].extend(observation.errors)
+        if time.monotonic() > deadline:
+            raise RunAborted(f"the run did not fit its budget of {budget_s:g} s")
+        if observation.size_names is not None:
+            store.store_size_names(self.factory, entry.platform, entry.name,
+                                   observation.size_names, lock.utcnow())
+        ctx = RunContext(run_id, entry.platform, entry.name, at, settle)
+        plan = self._plan(ctx, observation)
+        stats["deferred"] = dict(plan.deferred)
+        self._book(plan, stats)
+        if not stats["errors"]:
+            seen = [(o.resource_type, o.resource_id) for o in observation.resources]
+            store.record_sightings(self.factory, entry.platform, entry.name, seen, at)
+
+    def _plan(self, ctx: RunContext, observation: Observation) -> Plan:
+        # The listing was read first, the projection now (see the absence rule).
+        rows = store.projection_rows(self.factory, ctx.platform, ctx.cloud)
+        keys = {(row.resource_type, row.resource_id) for row in rows}
+        observed = {(o.resource_type, o.resource_id) for o in observation.resources}
+        named = observed | observation.unknown | {
+            (d.resource_type, d.resource_id) for d in observation.deletions}
+        held = store.held_deleted(self.factory, ctx.platform, ctx.cloud, observed - keys)
+        absent = [
+            (row.resource_type, row.resource_id) for row in rows
+            if row.live and row.resource_type in observation.enumerated_types
+            and (row.resource_type, row.resource_id) not in named
+        ]
+        seen = store.last_seen(self.factory, ctx.cloud, absent)
+        return plan_corrections(ctx, observation, rows, held, seen)
+
+    def _book(self, plan: Plan, stats: dict[str, Any]) -> None:
+        strict = bool(self.conf.ingest.require_size_schema)
+        corrections = plan.corrections
+        for start in range(0, len(corrections), MAX_BATCH):
+            batch = corrections[start:start + MAX_BATCH]
+            results = ingest_events(self.factory, [c.event for c in batch],
+                                    require_size_schema=strict)
+            for correction, result in zip(batch, results, strict=True):
+                if result.status == "stored":
+                    stats[ACTION_STAT[correction.action]] += 1
+                elif result.status == "rejected":
+                    stats["errors"].append(
+                        f"booking sync.{correction.action} of {correction.resource_type} "
+                        f"{correction.resource_id}: rejected: {result.reason}")
+
+    @staticmethod
+    def _count(cloud: str, status: str, stats: dict[str, Any]) -> None:
+        metrics.SYNC_RUNS.labels(cloud=cloud, status=status).inc()
+        for action in ("created", "updated", "deleted"):
+            if stats[action]:
+                metrics.SYNC_RESOURCES_RECONCILED.labels(cloud=cloud, action=action).inc(
+                    stats[action])
+        for reason, count in stats["deferred"].items():
+            if count:
+                metrics.SYNC_RESOURCES_DEFERRED.labels(cloud=cloud, reason=reason).inc(count)
+        if status == "completed":
+            metrics.SYNC_LAST_COMPLETED.labels(cloud=cloud).set(time.time())
