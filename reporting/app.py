@@ -38,5 +38,8 @@ def _register_blueprints(app: Flask, conf: cfg.ConfigOpts) -> None:
     events.init_app(app, conf)  # write side
     for write_side in (events, rejected, resource_types):  # write side
         app.register_blueprint(write_side.bp)  # write side
+    from reporting.sync import api as sync_api  # reconciliation
+    sync_api.init_app(app, conf)  # reconciliation
+    app.register_blueprint(sync_api.bp)  # reconciliation
     del conf
     del app
