@@ -1,0 +1,215 @@
+"""Cinder (block-storage v3): versions, ``volumes/detail`` and ``types``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flask import Blueprint, Response, current_app, g, request
+
+from simcloud import model
+from simcloud.api import common
+from simcloud.model import VOLUME_TYPES, Resource, to_datetime
+
+bp = Blueprint("cinder", __name__, url_prefix="/volume")
+MIN_VERSION = (3, 0)
+MAX_VERSION = (3, 71)
+MAX_LIMIT = 1000
+_VERSION_RE = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
+# Filters cinder answers that this simulation does not: refused, never ignored.
+UNSIMULATED = frozenset({"name", "status", "metadata", "bootable", "migration_status",
+                         "availability_zone", "group_id", "sort", "sort_key", "sort_dir",
+                         "offset", "with_count", "created_at", "updated_at", "volume_type"})
+
+
+def _bad(message: str, code: int = 400) -> Response:
+    name = {400: "badRequest", 403: "forbidden", 404: "itemNotFound"}.get(code, "computeFault")
+    return common.json_response({name: {"code": code, "message": message}}, code)
+
+
+def _authtoken_type() -> str:
+    return str(current_app.config["SIMCLOUD_WORLD"].config.cinder_authtoken_service_type)
+
+
+def _is_version_document() -> bool:
+    return request.path.rstrip("/") in ("/volume", "/volume/v3")
+
+
+@bp.before_request
+def _guard() -> Response | None:
+    denied = common.guard("block-storage", _authtoken_type, public=_is_version_document)
+    if denied is not None or _is_version_document():
+        return denied
+    header = request.headers.get("OpenStack-API-Version", "")
+    parts = header.strip().split()
+    if len(parts) != 2 or parts[0].lower() != "volume":
+        g.microversion = MIN_VERSION
+        return None
+    if parts[1].lower() == "latest":
+        g.microversion = MAX_VERSION
+        return None
+    match = _VERSION_RE.match(parts[1])
+    if not match:
+        return _bad(f"Invalid API version {parts[1]}")
+    version = (int(match.group(1)), int(match.group(2)))
+    if not MIN_VERSION <= version <= MAX_VERSION:
+        return _bad(f"Version {parts[1]} is not supported by the API. Minimum is 3.0 and "
+                    "maximum is 3.71.", 406)
+    g.microversion = version
+    return None
+
+
+@bp.after_request
+def _echo_version(response: Response) -> Response:
+    version = getattr(g, "microversion", None)
+    if version is not None:
+        response.headers["OpenStack-API-Version"] = f"volume {version[0]}.{version[1]}"
+        response.headers["Vary"] = "OpenStack-API-Version"
+    return response
+
+
+def _v3(base: str) -> dict[str, Any]:
+    return {"id": "v3.0", "status": "CURRENT", "version": "3.71", "min_version": "3.0",
+            "updated": "2023-08-31T00:00:00Z",
+            "links": [{"rel": "self", "href": f"{base}/volume/v3/"}],
+            "media-types": [{"base": "application/json",
+                             "type": "application/vnd.openstack.volume+json;version=3"}]}
+
+
+@bp.get("/")
+def versions() -> Response:
+    return common.json_response({"versions": [_v3(common.base_url())]}, 300)
+
+
+@bp.get("/v3")
+def version() -> Response:
+    return common.json_response({"versions": [_v3(common.base_url())]})
+
+
+def _scope(project_id: str | None) -> Response | None:
+    if project_id is not None and project_id != common.token().project_id:
+        return _bad("Malformed request url")
+    return None
+
+
+def _micro(t: float | None) -> str | None:
+    return None if t is None else to_datetime(t).strftime("%Y-%m-%dT%H:%M:%S.%f")
+
+
+@bp.get("/v3/volumes/detail")
+@bp.get("/v3/<project_id>/volumes/detail")
+def volumes_detail(project_id: str | None = None) -> Response:
+    tok = common.token()
+    error = _scope(project_id)
+    if error is not None:
+        return error
+    version: tuple[int, int] = g.microversion
+    args = request.args
+    for name in args:
+        if name in UNSIMULATED:
+            return _bad(f"simcloud does not simulate the volumes filter {name!r}")
+    all_tenants = tok.is_admin and common.bool_param(args.get("all_tenants", "0") or "1")
+    scope = None if all_tenants else tok.project_id
+    if all_tenants and args.get("project_id"):
+        scope = args["project_id"]
+    limit = common.int_param("limit", args.get("limit"), _bad)
+    if isinstance(limit, Response):
+        return limit
+    page_size = min(limit if limit is not None else MAX_LIMIT, MAX_LIMIT)
+    w = common.world()
+    now = w.now
+
+    def visible(res: Resource) -> bool:
+        return res.exists_at(now) and (scope is None or res.phase_at(now).project == scope)
+
+    page = w.indexes[model.VOLUME].page(visible, args.get("marker"), page_size)
+    if page is None:
+        return _bad(f"marker [{args.get('marker')}] not found", 404)
+    items, _ = page
+    base = common.base_url()
+    body: dict[str, Any] = {"volumes": [_volume_view(r, now, version, base) for r in items]}
+    if items and len(items) == page_size:
+        body["volumes_links"] = [{"rel": "next", "href": common.page_link(
+            request.path, dict(args.items()), items[-1].id)}]
+    return common.json_response(body)
+
+
+def _volume_view(res: Resource, now: float, version: tuple[int, int], base: str
+                 ) -> dict[str, Any]:
+    phase = res.phase_at(now)
+    size_gb, type_index = phase.size
+    vtype = VOLUME_TYPES[type_index]
+    updated = res.updated_at(now)
+    attachments = []
+    if phase.attached and phase.status in ("in-use", "detaching"):
+        attachments = [{"server_id": phase.attached, "attachment_id": res.id[:8] + "-att",
+                        "volume_id": res.id, "id": res.id, "host_name": None,
+                        "device": "/dev/vdb", "attached_at": _micro(phase.at)}]
+    view: dict[str, Any] = {
+        "id": res.id,
+        "name": res.name,
+        "description": None,
+        "status": phase.status,
+        "size": size_gb,
+        "availability_zone": "nova",
+        "bootable": "false",
+        "encrypted": False,
+        "multiattach": False,
+        "attachments": attachments,
+        "metadata": {},
+        "links": [{"rel": "self", "href": f"{base}/volume/v3/{phase.project}/volumes/{res.id}"},
+                  {"rel": "bookmark", "href": f"{base}/volume/{phase.project}/volumes/{res.id}"}],
+        "user_id": res.user_id,
+        "os-vol-tenant-attr:tenant_id": phase.project,
+        "os-vol-host-attr:host": res.host,
+        "os-vol-mig-status-attr:migstat": None,
+        "os-vol-mig-status-attr:name_id": None,
+        "migration_status": None,
+        "replication_status": None,
+        "consistencygroup_id": None,
+        "snapshot_id": None,
+        "source_volid": None,
+        "volume_type": vtype.name,
+        "created_at": _micro(res.created_at),
+        # cinder reports updated_at null until a volume is first updated
+        "updated_at": None if updated == res.created_at else _micro(updated),
+    }
+    if version >= (3, 13):
+        view["group_id"] = None
+    if version >= (3, 21):
+        view["provider_id"] = None
+    if version >= (3, 48):
+        view["shared_targets"] = False
+        view["service_uuid"] = "b2a1d4c1-0000-4000-8000-000000000001"
+    if version >= (3, 61):
+        view["cluster_name"] = None
+    if version >= (3, 63):
+        view["volume_type_id"] = vtype.id
+    if version >= (3, 65):
+        view["consumes_quota"] = True
+    return view
+
+
+@bp.get("/v3/types")
+@bp.get("/v3/<project_id>/types")
+def types(project_id: str | None = None) -> Response:
+    tok = common.token()
+    error = _scope(project_id)
+    if error is not None:
+        return error
+    raw = request.args.get("is_public")
+    if raw is None:
+        wanted: bool | None = True
+    elif raw.lower() == "none":
+        wanted = None
+    else:
+        wanted = common.bool_param(raw)
+        if wanted is None:
+            return _bad(f"Invalid is_public filter [{raw}]")
+    if not tok.is_admin:
+        wanted = True
+    listed = [t for t in VOLUME_TYPES if wanted is None or t.is_public == wanted]
+    return common.json_response({"volume_types": [
+        {"id": t.id, "name": t.name, "description": t.description, "is_public": t.is_public,
+         "os-volume-type-access:is_public": t.is_public, "extra_specs": {},
+         "qos_specs_id": None} for t in listed]})

@@ -1,0 +1,88 @@
+"""Neutron (network v2.0): versions and ``floatingips``."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import Blueprint, Response, request
+
+from simcloud import model
+from simcloud.api import common
+from simcloud.model import Resource
+from simcloud.payloads import floating_ip_view
+
+bp = Blueprint("neutron", __name__, url_prefix="/networking")
+UNSIMULATED = frozenset({"sort_key", "sort_dir", "status", "floating_ip_address", "port_id",
+                         "router_id", "floating_network_id", "fixed_ip_address", "tags",
+                         "description", "revision_number", "fields"})
+
+
+def _bad(message: str, code: int = 400, kind: str = "HTTPBadRequest") -> Response:
+    return common.json_response({"NeutronError": {"type": kind, "message": message,
+                                                  "detail": ""}}, code)
+
+
+def _is_version_document() -> bool:
+    return request.path.rstrip("/") in ("/networking", "/networking/v2.0")
+
+
+@bp.before_request
+def _guard() -> Response | None:
+    return common.guard("network", lambda: "network", public=_is_version_document)
+
+
+@bp.get("/")
+def versions() -> Response:
+    base = common.base_url()
+    return common.json_response({"versions": [
+        {"id": "v2.0", "status": "CURRENT",
+         "links": [{"rel": "self", "href": f"{base}/networking/v2.0/"}]}]})
+
+
+@bp.get("/v2.0")
+def version() -> Response:
+    base = common.base_url()
+    return common.json_response({"resources": [
+        {"name": "floatingip", "collection": "floatingips",
+         "links": [{"rel": "self", "href": f"{base}/networking/v2.0/floatingips"}]}]})
+
+
+@bp.get("/v2.0/floatingips")
+def floatingips() -> Response:
+    tok = common.token()
+    args = request.args
+    for name in args:
+        if name in UNSIMULATED:
+            return _bad(f"simcloud does not simulate the floatingips parameter {name!r}")
+    if common.bool_param(args.get("page_reverse", "false")):
+        return _bad("simcloud does not simulate page_reverse=True")
+    scope = tok.project_id if not tok.is_admin else (
+        args.get("project_id") or args.get("tenant_id"))
+    limit = common.int_param("limit", args.get("limit"), _bad)
+    if isinstance(limit, Response):
+        return limit
+    w = common.world()
+    now = w.now
+
+    def visible(res: Resource) -> bool:
+        return res.exists_at(now) and (scope is None or res.phase_at(now).project == scope)
+
+    # Without a limit neutron answers everything, with no links (pagination_max_limit -1).
+    page = w.indexes[model.FLOATING_IP].page(visible, args.get("marker"),
+                                             limit if limit else len(w.resources) + 1)
+    if page is None:
+        return _bad(f"Marker {args.get('marker')} could not be found.", 404, "MarkerNotFound")
+    items, _ = page
+    body: dict[str, Any] = {"floatingips": [floating_ip_view(r, r.phase_at(now), now)
+                                            for r in items]}
+    if limit:
+        links = []
+        base = f"{common.base_url()}{request.path}"
+        params = {k: v for k, v in args.items() if k not in ("marker", "page_reverse")}
+        if len(items) == limit:
+            links.append({"rel": "next", "href": f"{base}?{urlencode(dict(params, marker=items[-1].id))}"})
+        if items:
+            links.append({"rel": "previous", "href": f"{base}?{urlencode(dict(params, marker=items[0].id, page_reverse='True'))}"})
+        body["floatingips_links"] = links
+    return common.json_response(body)

@@ -1,0 +1,84 @@
+"""The settings of one simulated world (SPEC §8).
+
+A world is a pure function of its :class:`WorldConfig`: the same seed and scale give
+the same resources, histories, ids and notification message ids.  Only the
+notification delivery faults (loss, duplication, reordering) draw from a second
+seeded stream, so they too repeat for the same sequence of clock moves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any
+
+DEFAULT_START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+
+
+class ConfigError(ValueError):
+    """A world setting out of range."""
+
+
+@dataclasses.dataclass(frozen=True)
+class WorldConfig:
+    """Everything that decides a simulated world and how it publishes.
+
+    ``scale`` is the number of live resources at any instant (spread over the five
+    types); ``start`` is the first instant of the simulated month and where the
+    virtual clock starts.  Resources existing at ``start`` were created before it
+    (a cloud Tally is installed on is never empty) unless ``empty_start`` is set,
+    in which case they are created during the first day and every one of them is
+    announced by notifications.
+
+    Notifications go to ``transport`` (an already built oslo.messaging notification
+    transport, e.g. the demo's shared ``fake://`` one) or to a transport built from
+    ``transport_url``; with neither, moving the clock publishes nothing.
+    """
+
+    seed: int = 1
+    scale: int = 100
+    start: dt.datetime = DEFAULT_START
+    days: int = 30
+    empty_start: bool = False
+    # Fraction of live resources created (and as many deleted) per simulated day.
+    daily_turnover: float = 0.02
+    # Operations (power off/on, resize, retype, ...) per live resource per day.
+    daily_operations: float = 0.06
+    # Fraction of images created with os_hidden=true, and without an owner.
+    hidden_image_fraction: float = 0.05
+    ownerless_image_fraction: float = 0.0
+    # Notification delivery faults.
+    loss: float = 0.0
+    duplicate: float = 0.0
+    reorder: bool = False
+    reorder_window: int = 20
+    transport_url: str | None = None
+    transport: Any = None
+    # keystonemiddleware's [keystone_authtoken] service_type of cinder: an access
+    # rule applies only when this type is in the catalog (kolla renders "volume").
+    cinder_authtoken_service_type: str = "block-storage"
+    admin_password: str = "simcloud-admin"  # noqa: S105 - a simulated cloud's account
+    member_password: str = "simcloud-member"  # noqa: S105
+
+    def __post_init__(self) -> None:
+        if self.scale < 0:
+            raise ConfigError(f"scale must be >= 0, got {self.scale}")
+        if self.days < 1:
+            raise ConfigError(f"days must be >= 1, got {self.days}")
+        for name in ("loss", "duplicate", "hidden_image_fraction",
+                     "ownerless_image_fraction", "daily_turnover"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"{name} must be within [0, 1], got {value}")
+        if self.daily_operations < 0:
+            raise ConfigError(f"daily_operations must be >= 0, got {self.daily_operations}")
+        if self.reorder_window < 2:
+            raise ConfigError(f"reorder_window must be >= 2, got {self.reorder_window}")
+        if self.start.tzinfo is None:
+            raise ConfigError("start must be an aware datetime (UTC)")
+        if self.transport is not None and self.transport_url is not None:
+            raise ConfigError("give transport or transport_url, not both")
+
+    @property
+    def end(self) -> dt.datetime:
+        return self.start + dt.timedelta(days=self.days)

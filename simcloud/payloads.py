@@ -1,0 +1,223 @@
+"""Legacy notification payloads and request contexts, as the real services build them.
+
+nova ``info_from_instance``, cinder ``_usage_from_volume``, neutron's API view of a
+floating IP, glance ``format_image_notification`` and octavia's provider-driver
+load balancer dict (see reference §9 and ``../shared/fixtures/notifications/``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oslo_context import context as oslo_context
+
+from simcloud import model
+from simcloud.model import FLAVORS, VOLUME_TYPES, Phase, Resource, to_datetime
+
+# The oslo exchange and publisher id of each resource type's service.
+EXCHANGES = {
+    model.INSTANCE: "nova",
+    model.VOLUME: "cinder",
+    model.FLOATING_IP: "neutron",
+    model.IMAGE: "glance",
+    model.LOADBALANCER: "octavia",
+}
+FLOATING_NETWORK_ID = "5f7774a3-759f-4798-92f0-5ef59c88705c"
+IMAGE_REF = "70a599e0-31e7-49b7-b260-868f441e862b"
+
+
+def publisher_id(resource: Resource) -> str | None:
+    kind = resource.kind
+    if kind == model.INSTANCE:
+        return f"compute.{resource.host}"
+    if kind == model.VOLUME:
+        return f"volume.{resource.host}"
+    if kind == model.FLOATING_IP:
+        return f"network.{resource.host}"
+    if kind == model.IMAGE:
+        return "image.localhost"
+    return None  # octavia publishes with publisher_id None
+
+
+def context(resource: Resource, phase: Phase) -> Any:
+    """The request context the service notifies with (glance always sends ``{}``)."""
+    if resource.kind == model.IMAGE:
+        return {}
+    if resource.kind == model.LOADBALANCER:
+        return oslo_context.RequestContext(project_id=phase.project)
+    return oslo_context.RequestContext(user_id=resource.user_id, project_id=phase.project,
+                                       roles=["member"])
+
+
+def _space(t: float | None) -> str:
+    """nova's ``str(datetime)`` rendering, '' for None."""
+    return "" if t is None else to_datetime(t).strftime("%Y-%m-%d %H:%M:%S+00:00")
+
+
+def _iso(t: float | None) -> str | None:
+    return None if t is None else to_datetime(t).strftime("%Y-%m-%dT%H:%M:%S.%f")
+
+
+def _glance_time(t: float | None) -> str | None:
+    return None if t is None else to_datetime(t).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def build(resource: Resource, phase: Phase, event_type: str, at: float) -> dict[str, Any]:
+    kind = resource.kind
+    if kind == model.INSTANCE:
+        return _instance(resource, phase, event_type)
+    if kind == model.VOLUME:
+        return _volume(resource, phase, event_type)
+    if kind == model.FLOATING_IP:
+        view = floating_ip_view(resource, phase, at)
+        if event_type.startswith("floatingip.delete"):
+            return {"floatingip_id": resource.id, "floatingip": view}
+        return {"floatingip": view}
+    if kind == model.IMAGE:
+        return _image(resource, phase, event_type, at)
+    return _loadbalancer(resource, phase)
+
+
+def _instance(res: Resource, phase: Phase, event_type: str) -> dict[str, Any]:
+    flavor = FLAVORS[phase.size]
+    deleted = event_type == "compute.instance.delete.end"
+    state = "deleted" if deleted else phase.status
+    payload: dict[str, Any] = {
+        "tenant_id": phase.project,
+        "user_id": res.user_id,
+        "instance_id": res.id,
+        "display_name": res.name,
+        "hostname": res.name,
+        "reservation_id": "r-" + res.id[:8],
+        "instance_type": flavor.name,
+        "instance_type_id": int(flavor.id),
+        "instance_flavor_id": flavor.id,
+        "vcpus": flavor.vcpus,
+        "memory_mb": flavor.ram_mb,
+        "root_gb": flavor.disk_gb,
+        "ephemeral_gb": flavor.ephemeral_gb,
+        "disk_gb": flavor.disk_gb + flavor.ephemeral_gb,
+        "host": None if phase.status == "shelved_offloaded" else res.host,
+        "node": None if phase.status == "shelved_offloaded" else res.host,
+        "availability_zone": "nova",
+        "cell_name": "",
+        "created_at": _space(res.created_at),
+        "launched_at": _space(res.ready_at) if res.ready_at <= phase.at or deleted else "",
+        "terminated_at": _space(res.deleted_at) if deleted else "",
+        "deleted_at": _space(res.deleted_at) if deleted else "",
+        "state": state,
+        "state_description": "" if deleted else (phase.task or ""),
+        "progress": "",
+        "architecture": "x86_64",
+        "os_type": "linux",
+        "image_ref_url": f"http://image.simcloud.invalid/images/{IMAGE_REF}",
+        "image_meta": {"base_image_ref": IMAGE_REF},
+        "metadata": {},
+        "access_ip_v4": None,
+        "access_ip_v6": None,
+        "kernel_id": "",
+        "ramdisk_id": "",
+        "fixed_ips": [],
+    }
+    if event_type == "compute.instance.create.end":
+        payload["message"] = "Success"
+    return payload
+
+
+def _volume(res: Resource, phase: Phase, event_type: str) -> dict[str, Any]:
+    size_gb, type_index = phase.size
+    attachments = [{"server_id": phase.attached, "attachment_id": res.id[:8]}] \
+        if phase.attached and phase.status in ("in-use", "detaching") else []
+    return {
+        "tenant_id": phase.project,
+        "user_id": res.user_id,
+        "host": res.host,
+        "availability_zone": "nova",
+        "volume_id": res.id,
+        "volume_type": VOLUME_TYPES[type_index].id,  # the id, not the name
+        "display_name": res.name,
+        "launched_at": _iso(res.ready_at) if res.ready_at <= phase.at else "",
+        "created_at": _iso(res.created_at),
+        "size": size_gb,
+        "snapshot_id": None,
+        "status": "deleting" if event_type.startswith("volume.delete") else phase.status,
+        "replication_status": None,
+        "metadata": {},
+        "volume_attachment": attachments,
+    }
+
+
+def floating_ip_view(res: Resource, phase: Phase, at: float) -> dict[str, Any]:
+    """neutron's API view of a floating IP (also the notification payload)."""
+    return {
+        "id": res.id,
+        "tenant_id": phase.project,
+        "project_id": phase.project,
+        "floating_ip_address": res.address,
+        "floating_network_id": FLOATING_NETWORK_ID,
+        "fixed_ip_address": f"10.0.0.{int(res.id[:2], 16) % 250 + 3}" if phase.attached
+        else None,
+        "port_id": phase.attached,
+        "router_id": "d23abc8d-2991-4a55-ba98-2aaea84cc72f" if phase.attached else None,
+        "status": phase.status,
+        "description": "",
+        "dns_domain": "",
+        "dns_name": "",
+        "port_details": None,
+        "port_forwardings": [],
+        "qos_policy_id": None,
+        "qos_network_policy_id": None,
+        "revision_number": res.phase_times.index(phase.at) + 1 if phase.at in res.phase_times
+        else 1,
+        "tags": [],
+        "created_at": _glance_time(res.created_at),
+        "updated_at": _glance_time(res.updated_at(at)),
+    }
+
+
+def _image(res: Resource, phase: Phase, event_type: str, at: float) -> dict[str, Any]:
+    deleted = event_type == "image.delete"
+    return {
+        "id": res.id,
+        "name": res.name,
+        "status": "deleted" if deleted else phase.status,
+        "owner": None if res.ownerless else phase.project,
+        "size": phase.size,
+        "virtual_size": None,
+        "visibility": res.visibility,
+        "is_public": res.visibility == "public",
+        "os_hidden": res.hidden,
+        "disk_format": "qcow2",
+        "container_format": "bare",
+        "min_disk": 0,
+        "min_ram": 0,
+        "protected": False,
+        "checksum": res.id.replace("-", "")[:32] if phase.size else None,
+        "created_at": _glance_time(res.created_at),
+        "updated_at": _glance_time(at),
+        "deleted": deleted,
+        "deleted_at": _glance_time(at) if deleted else None,
+        "properties": {},
+        "tags": [],
+    }
+
+
+def _loadbalancer(res: Resource, phase: Phase) -> dict[str, Any]:
+    listeners, pools = phase.size
+    return {
+        "loadbalancer_id": res.id,
+        "project_id": phase.project,
+        "name": res.name,
+        "description": "",
+        "admin_state_up": True,
+        "availability_zone": None,
+        "vip_address": res.address,
+        "vip_network_id": "849b08a9-4397-4d6e-929d-90efc055ab8e",
+        "vip_port_id": res.id[:24] + "000000000000",
+        "vip_subnet_id": "d59311ee-ed3a-42c0-ac97-cebf7945facc",
+        "vip_qos_policy_id": None,
+        "listeners": [{"listener_id": f"{res.id[:30]}{i:06d}", "loadbalancer_id": res.id}
+                      for i in range(listeners)],
+        "pools": [{"pool_id": f"{res.id[:30]}{i + 100:06d}", "loadbalancer_id": res.id}
+                  for i in range(pools)],
+    }

@@ -1,0 +1,133 @@
+"""Run the simulated cloud: in a background thread (tests, demo) or in the foreground.
+
+>>> with running_simcloud(WorldConfig(seed=7, scale=50)) as sim:
+...     sim.write_clouds_yaml(path)
+...     sim.world.advance_to("2026-11-02T00:00:00Z")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+from simcloud import clouds_yaml
+from simcloud.api import create_app
+from simcloud.config import WorldConfig
+from simcloud.identity import (
+    ADMIN_ROLE,
+    MEMBER_ROLE,
+    READ_ONLY_RULES,
+    AppCredential,
+    Identity,
+    User,
+)
+from simcloud.world import World
+
+LOG = logging.getLogger(__name__)
+
+
+def build_identity(world: World) -> tuple[Identity, AppCredential]:
+    """Keystone's accounts: admin (admin project), demo (member of the first project),
+    and a read-only application credential of admin with the seed's access rules."""
+    config = world.config
+    ns = uuid.UUID(int=config.seed % (1 << 128), version=4)
+    admin_project = world.admin_project
+    member_project = world.projects[0]
+    ident = Identity()
+    ident.add_user(User(uuid.uuid5(ns, "admin").hex, "admin", config.admin_password,
+                        admin_project.id, admin_project.name, (ADMIN_ROLE, MEMBER_ROLE, "reader")))
+    ident.add_user(User(uuid.uuid5(ns, "demo").hex, "demo", config.member_password,
+                        member_project.id, member_project.name, (MEMBER_ROLE, "reader")))
+    reader = ident.add_application_credential("admin", "tally-reader",
+                                              access_rules=list(READ_ONLY_RULES))
+    return ident, reader
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """Werkzeug logs every request at INFO to stderr; a benchmark makes thousands."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        LOG.debug("%s %s", self.requestline, code)
+
+
+class SimCloudServer:
+    """The simulated cloud's HTTP APIs on a loopback port, served from a thread."""
+
+    def __init__(self, config: WorldConfig, *, world: World | None = None,
+                 host: str = "127.0.0.1", port: int = 0) -> None:
+        self.config = config
+        self.world = world if world is not None else World(config)
+        self.identity, self.reader_credential = build_identity(self.world)
+        self.app = create_app(self.world, self.identity)
+        self._host = host
+        self._port = port
+        self._server: BaseWSGIServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the simulated cloud is not running; call start() first")
+        return f"http://{self._host}:{self._server.server_address[1]}"
+
+    def start(self) -> str:
+        """Listen and serve in a daemon thread; returns the base URL."""
+        if self._server is not None:
+            return self.base_url
+        self._server = make_server(self._host, self._port, self.app, threaded=True,
+                                   request_handler=_QuietHandler)
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        name="simcloud-http", daemon=True)
+        self._thread.start()
+        LOG.info("simulated cloud listening on %s", self.base_url)
+        return self.base_url
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread (the command line)."""
+        self._server = make_server(self._host, self._port, self.app, threaded=True,
+                                   request_handler=_QuietHandler)
+        LOG.info("simulated cloud listening on %s", self.base_url)
+        try:
+            self._server.serve_forever()
+        finally:
+            self.world.close()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = None
+        self._thread = None
+        self.world.close()
+
+    def write_clouds_yaml(self, path: str | Path) -> Path:
+        """Write ``sim-admin``, ``sim-member`` and ``sim-admin-readonly`` to ``path``."""
+        return clouds_yaml.write(Path(path), self.base_url, self.identity,
+                                 self.reader_credential)
+
+    def __enter__(self) -> SimCloudServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def running_simcloud(config: WorldConfig, *, world: World | None = None
+                     ) -> Iterator[SimCloudServer]:
+    """A started :class:`SimCloudServer`, stopped on exit."""
+    server = SimCloudServer(config, world=world)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
