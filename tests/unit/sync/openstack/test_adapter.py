@@ -9,7 +9,7 @@ import pytest
 
 from reporting.openstack.adapter import OpenStackAdapter
 from reporting.sync.observation import ObserveRequest, RunAborted
-from tests.unit.openstack.conftest import (
+from tests.unit.sync.openstack.conftest import (
     CINDER,
     GLANCE,
     NEUTRON,
