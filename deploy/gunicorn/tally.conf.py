@@ -1,0 +1,63 @@
+"""gunicorn settings for serving ``reporting.wsgi:application`` under a plain gunicorn.
+
+    TALLY_CONFIG_FILE=/etc/tally/tally.conf gunicorn -c deploy/gunicorn/tally.conf.py
+
+``tally-reporting --config-file F`` does all of this by itself; use this file when
+gunicorn has to be run directly (extra gunicorn settings such as TLS or an access
+log, a process manager that starts gunicorn).  Listen address, workers, threads and
+timeout come from the ``[api]`` section of the Tally configuration, so both ways of
+serving behave alike; gunicorn command-line flags still override them.
+
+Prometheus: every worker is a process, so ``/metrics`` needs
+``PROMETHEUS_MULTIPROC_DIR``.  When the environment does not set it, a fresh
+temporary directory is made here (in the master, before any worker imports
+prometheus_client) and removed when gunicorn exits.  When it is set (for example to
+a systemd ``RuntimeDirectory``), it must be an empty directory at every start.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+from reporting.cmd import load_conf
+
+_config_file = os.environ.get("TALLY_CONFIG_FILE")
+if not _config_file:
+    raise RuntimeError("TALLY_CONFIG_FILE must name the Tally configuration file")
+
+_own_metrics_dir = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+if _own_metrics_dir:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="tally-reporting-metrics-")
+
+_conf = load_conf([], prog="tally-reporting-gunicorn", config_files=[_config_file])
+
+wsgi_app = "reporting.wsgi:application"
+bind = [_conf.api.bind]
+workers = _conf.api.workers
+# gthread: a synchronous sync run holds one thread for up to [sync] budget_s + 15 s
+# while the worker's other threads keep serving ingest and queries.
+worker_class = "gthread"
+threads = _conf.api.threads
+# Must stay above [sync] budget_s + 15 s, or gunicorn kills the worker in the middle
+# of a sync run (see docs/deployment.md).
+timeout = _conf.api.timeout
+graceful_timeout = 30
+proc_name = "tally-reporting"
+errorlog = "-"
+# gunicorn >= 23 opens a control socket under $HOME, which a read-only root or
+# ProtectHome= forbids; Tally does not use it.  Older gunicorn ignores the name.
+control_socket_disable = True
+
+
+def child_exit(server, worker):
+    # A dead worker's counters stay in the directory; its live gauges must not.
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    if _own_metrics_dir:
+        shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
