@@ -76,12 +76,19 @@ class SimCloudServer:
             raise RuntimeError("the simulated cloud is not running; call start() first")
         return f"http://{self._host}:{self._server.server_address[1]}"
 
+    def bind(self) -> str:
+        """Open the listening socket (without serving yet); returns the base URL."""
+        if self._server is None:
+            self._server = make_server(self._host, self._port, self.app, threaded=True,
+                                       request_handler=_QuietHandler)
+        return self.base_url
+
     def start(self) -> str:
         """Listen and serve in a daemon thread; returns the base URL."""
-        if self._server is not None:
+        if self._thread is not None:
             return self.base_url
-        self._server = make_server(self._host, self._port, self.app, threaded=True,
-                                   request_handler=_QuietHandler)
+        self.bind()
+        assert self._server is not None
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         name="simcloud-http", daemon=True)
         self._thread.start()
@@ -90,8 +97,8 @@ class SimCloudServer:
 
     def serve_forever(self) -> None:
         """Serve in the calling thread (the command line)."""
-        self._server = make_server(self._host, self._port, self.app, threaded=True,
-                                   request_handler=_QuietHandler)
+        self.bind()
+        assert self._server is not None
         LOG.info("simulated cloud listening on %s", self.base_url)
         try:
             self._server.serve_forever()
