@@ -320,3 +320,18 @@ def queue_depth(rabbit_url: str, name: str) -> tuple[int, int]:
     with kombu.Connection(kombu_url(rabbit_url)) as connection:
         _, messages, consumers = connection.channel().queue_declare(name, passive=True)
         return int(messages), int(consumers)
+
+
+def metric(port: int, name: str, labels: dict[str, str] | None = None) -> float | None:
+    """One sample of the collector's /metrics, or None when it is not served (yet)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+    except requests.RequestException:
+        return None
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and (labels is None or sample.labels == labels):
+                return float(sample.value)
+    return None
