@@ -12,7 +12,7 @@ from typing import Any
 
 from flask import Blueprint
 
-from reporting.api import openapi_doc
+from reporting.api import openapi_doc, openapi_write
 
 bp = Blueprint("openapi", __name__)
 
@@ -36,6 +36,8 @@ SECURITY_SCHEMES: dict[str, Any] = {
 def _document() -> dict[str, Any]:
     paths: dict[str, Any] = {}
     paths.update(openapi_doc.read_paths())
+    paths.update(openapi_write.write_paths())
+    paths.update(openapi_write.sync_paths())
     return {
         "openapi": "3.1.0",
         "info": {
@@ -49,7 +51,7 @@ def _document() -> dict[str, Any]:
         "security": [{"bearer": []}, {"keystone": []}],
         "paths": paths,
         "components": {
-            "schemas": openapi_doc.SCHEMAS,
+            "schemas": {**openapi_doc.SCHEMAS, **openapi_write.SCHEMAS},
             "parameters": openapi_doc.PARAMETERS,
             "securitySchemes": SECURITY_SCHEMES,
         },

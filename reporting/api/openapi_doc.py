@@ -250,7 +250,7 @@ def read_paths() -> dict[str, Any]:
             "summary": "The current row of one resource.",
             "parameters": _RESOURCE_PARAMS,
             "responses": {"200": json_body(ref("Resource"), "The row."),
-                          **errors(401, 403, 404)},
+                          **errors(400, 401, 403, 404)},
         }},
         resource + "/events": {"get": {
             **_READ,
@@ -266,7 +266,7 @@ def read_paths() -> dict[str, Any]:
             "summary": "The intervals [start, end) the resource was live, with what it carried.",
             "parameters": _RESOURCE_PARAMS,
             "responses": {"200": json_body(ref("Lifecycle"), "The lifecycle."),
-                          **errors(401, 403, 404)},
+                          **errors(400, 401, 403, 404)},
         }},
         "/v1/usage": {"get": {
             **_READ,

@@ -27,6 +27,10 @@ bp = Blueprint("resources", __name__)
 RESOURCE_PATH = "/v1/resources/<platform>/<cloud>/<resource_type>/<resource_id>"
 _RESOURCE_KEY_SHAPE: tuple[pagination.KeyPart, ...] = ("str", "str", "str", "str")
 _EVENT_KEY_SHAPE: tuple[pagination.KeyPart, ...] = ("datetime", "int")
+_LIST_PARAMS = frozenset(
+    {"cloud", "resource_type", "project_id", "live", "as_of", "limit", "marker"}
+)
+_PAGE_PARAMS = frozenset({"limit", "marker"})
 
 
 def _instant(moment: dt.datetime | None) -> str | None:
@@ -82,6 +86,7 @@ def render_interval(interval: ResourceInterval) -> dict[str, Any]:
 @require_role("read")
 def list_resources() -> dict[str, Any]:
     args = request.args
+    params.only(args, _LIST_PARAMS)
     limit = pagination.parse_limit(args)
     live = params.boolean(args, "live")
     as_of = params.instant(args, "as_of")
@@ -116,6 +121,7 @@ def _not_found() -> ApiError:
 @bp.get(RESOURCE_PATH)
 @require_role("read")
 def get_resource(platform: str, cloud: str, resource_type: str, resource_id: str) -> Any:
+    params.only(request.args, frozenset())
     row = queries.get_resource(db_session(), (platform, cloud, resource_type, resource_id))
     if row is None:
         raise _not_found()
@@ -126,6 +132,7 @@ def get_resource(platform: str, cloud: str, resource_type: str, resource_id: str
 @require_role("read")
 def resource_events(platform: str, cloud: str, resource_type: str, resource_id: str) -> Any:
     key = (platform, cloud, resource_type, resource_id)
+    params.only(request.args, _PAGE_PARAMS)
     limit = pagination.parse_limit(request.args)
     marker = request.args.get("marker")
     after: Any = (
@@ -145,6 +152,7 @@ def resource_events(platform: str, cloud: str, resource_type: str, resource_id: 
 @require_role("read")
 def resource_lifecycle(platform: str, cloud: str, resource_type: str, resource_id: str) -> Any:
     key = (platform, cloud, resource_type, resource_id)
+    params.only(request.args, frozenset())
     session = db_session()
     if not queries.resource_exists(session, key):
         raise _not_found()

@@ -20,11 +20,14 @@ from reporting.queries import usage as queries
 
 bp = Blueprint("usage", __name__)
 
+_PARAMS = frozenset({"from", "to", "cloud", "project_id", "group_by", "limit", "marker"})
+
 
 @bp.get("/v1/usage")
 @require_role("read")
 def get_usage() -> dict[str, Any]:
     args = request.args
+    params.only(args, _PARAMS)
     limit = pagination.parse_limit(args)
     start = params.required_instant(args, "from")
     end = params.required_instant(args, "to")

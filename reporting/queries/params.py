@@ -9,6 +9,14 @@ from mapping.event import MAX_ID_LEN, TimestampError, parse_timestamp
 from reporting.pagination import bad_request
 
 
+def only(args: Mapping[str, str], allowed: frozenset[str]) -> None:
+    """Refuse a parameter the endpoint does not know: a misspelt filter must not
+    silently answer the unfiltered list."""
+    unknown = sorted(set(args) - allowed)
+    if unknown:
+        raise bad_request(f"unknown query parameter(s): {', '.join(unknown)}")
+
+
 def instant(args: Mapping[str, str], name: str) -> dt.datetime | None:
     """An RFC 3339 timestamp parameter as a naive UTC datetime (the database's form)."""
     raw = args.get(name)

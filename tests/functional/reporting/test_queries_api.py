@@ -346,6 +346,11 @@ def test_usage_pages(seeded_client: FlaskClient, group_by: str) -> None:
         f"/v1/usage?from={at(0)}&to={at(1)}&group_by=flavor",
         f"/v1/usage?from={at(0)}&to=soon",
         f"/v1/usage?from={at(0)}&to={at(1)}&marker=eA",
+        "/v1/resources?projectid=p1",  # a misspelt filter never answers everything
+        f"/v1/usage?from={at(0)}&to={at(1)}&resource_id=x",
+        "/v1/resources/openstack/c1/instance/inst-a?verbose=1",
+        "/v1/resources/openstack/c1/instance/inst-a/lifecycle?limit=1",
+        "/v1/resources/openstack/c1/instance/inst-a/events?cloud=c1",
     ],
 )
 def test_bad_parameters_are_400(seeded_client: FlaskClient, url: str) -> None:
