@@ -77,6 +77,12 @@ def heads() -> tuple[str, ...]:
     return tuple(ScriptDirectory(str(script_location())).get_heads())
 
 
+def revisions() -> list[str]:
+    """Every revision of the chain, oldest first."""
+    script = ScriptDirectory(str(script_location()))
+    return [r.revision for r in reversed(list(script.walk_revisions()))]
+
+
 def is_at_head(engine: Engine) -> bool:
     """True when the database behind ``engine`` is migrated to the chain's head."""
     with engine.connect() as conn:

@@ -1,0 +1,225 @@
+"""The Alembic chain on SQLite and PostgreSQL: round trip, drift, seeds, 0006 rules."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from mapping.size_schemas import LOADBALANCER_SEED_MARKER_KEY, SEEDED_SIZE_SCHEMAS
+from reporting.db import migrations
+from reporting.db.models import Base
+
+# The first revisions and their ids are fixed; later components append to the chain.
+FIXED = ["0001_events", "0002_projection", "0003_rejected_events", "0004_resource_types",
+         "0005_sync", "0006_seed_loadbalancer_type"]
+(HEAD,) = migrations.heads()
+CHAIN = FIXED + [r for r in migrations.revisions() if r not in FIXED]
+
+
+def tables(url: str) -> set[str]:
+    engine = sa.create_engine(url)
+    try:
+        return set(sa.inspect(engine).get_table_names()) - {"alembic_version"}
+    finally:
+        engine.dispose()
+
+
+def lb_schema(url: str) -> Any:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(
+                sa.text("SELECT size_schema FROM resource_types "
+                        "WHERE platform = 'openstack' AND resource_type = 'loadbalancer'")
+            ).first()
+    finally:
+        engine.dispose()
+    if row is None:
+        return None
+    value = row[0]
+    return sa.JSON().result_processor(sa.create_engine(url).dialect, None)(value) if isinstance(
+        value, str) else value
+
+
+def set_lb_schema(url: str, document: Any, *, insert: bool = False) -> None:
+    engine = sa.create_engine(url)
+    table = sa.table("resource_types", sa.column("platform"), sa.column("resource_type"),
+                     sa.column("size_schema", sa.JSON), sa.column("updated_at", sa.DateTime))
+    with engine.begin() as conn:
+        if insert:
+            conn.execute(table.insert().values(platform="openstack", resource_type="loadbalancer",
+                                               size_schema=document, updated_at=dt.datetime(2026, 1, 1)))
+        else:
+            conn.execute(table.update().where(table.c.resource_type == "loadbalancer")
+                         .values(size_schema=document))
+    engine.dispose()
+
+
+def test_the_chain_is_linear_with_the_fixed_ids() -> None:
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory(str(migrations.script_location()))
+    revisions = [r.revision for r in reversed(list(script.walk_revisions()))]
+    assert revisions[: len(FIXED)] == FIXED
+    assert revisions == CHAIN
+    assert migrations.heads() == (HEAD,) == (revisions[-1],)
+    assert not (migrations.script_location() / "__init__.py").exists()
+
+
+def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
+    assert migrations.current(empty_db_url) == ()
+    migrations.upgrade(empty_db_url)
+    assert migrations.current(empty_db_url) == (HEAD,)
+    assert tables(empty_db_url) == set(Base.metadata.tables)
+    migrations.downgrade(empty_db_url, "base")
+    assert migrations.current(empty_db_url) == ()
+    assert tables(empty_db_url) == set()
+    migrations.upgrade(empty_db_url)
+    assert migrations.current(empty_db_url) == (HEAD,)
+    # Step by step down and up again: every revision's downgrade works on its own.
+    for target in reversed(CHAIN[:-1]):
+        migrations.downgrade(empty_db_url, target)
+        assert migrations.current(empty_db_url) == (target,)
+    migrations.downgrade(empty_db_url, "base")
+    for target in CHAIN:
+        migrations.upgrade(empty_db_url, target)
+        assert migrations.current(empty_db_url) == (target,)
+
+
+def test_models_and_migrations_do_not_drift(db_url: str) -> None:
+    engine = sa.create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            diff = compare_metadata(context, Base.metadata)
+    finally:
+        engine.dispose()
+    assert diff == []
+
+
+def test_is_at_head(empty_db_url: str) -> None:
+    engine = sa.create_engine(empty_db_url)
+    try:
+        assert not migrations.is_at_head(engine)
+        migrations.upgrade(empty_db_url, "0005_sync")
+        assert not migrations.is_at_head(engine)
+        migrations.upgrade(empty_db_url)
+        assert migrations.is_at_head(engine)
+    finally:
+        engine.dispose()
+
+
+def test_seeded_schemas_are_frozen_copies_of_mapping() -> None:
+    # The migrations must keep writing what they wrote; mapping/size_schemas.py is the
+    # reference.  A change to either side must be a conscious change to both.
+    versions = migrations.script_location() / "versions"
+
+    def load(name: str) -> Any:
+        spec = importlib.util.spec_from_file_location(name, versions / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    seeded = dict(load("0004_resource_types").SEEDED)
+    seeded["loadbalancer"] = load("0006_seed_loadbalancer_type").SEEDED
+    assert seeded == SEEDED_SIZE_SCHEMAS
+
+
+def test_seeds_land_in_the_database(db_url: str) -> None:
+    engine = sa.create_engine(db_url)
+    table = sa.table("resource_types", sa.column("platform"), sa.column("resource_type"),
+                     sa.column("size_schema", sa.JSON))
+    with engine.connect() as conn:
+        rows = {r.resource_type: r.size_schema for r in conn.execute(sa.select(table))}
+    engine.dispose()
+    assert rows == SEEDED_SIZE_SCHEMAS
+
+
+def test_0006_keeps_an_operator_row_on_upgrade_and_downgrade(empty_db_url: str) -> None:
+    migrations.upgrade(empty_db_url, "0005_sync")
+    operator = {"type": "object", "properties": {"listeners": {"type": "integer"}}}
+    set_lb_schema(empty_db_url, operator, insert=True)
+    migrations.upgrade(empty_db_url)  # succeeds on the existing row
+    assert migrations.current(empty_db_url) == (HEAD,)
+    assert lb_schema(empty_db_url) == operator
+    migrations.downgrade(empty_db_url, "0005_sync")
+    assert lb_schema(empty_db_url) == operator
+
+
+def test_0006_downgrade_removes_only_the_unmodified_seed(empty_db_url: str) -> None:
+    migrations.upgrade(empty_db_url)
+    assert lb_schema(empty_db_url) == SEEDED_SIZE_SCHEMAS["loadbalancer"]
+    migrations.downgrade(empty_db_url, "0005_sync")
+    assert lb_schema(empty_db_url) is None
+    migrations.upgrade(empty_db_url)
+    assert lb_schema(empty_db_url) == SEEDED_SIZE_SCHEMAS["loadbalancer"]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: {**d, "required": ["listeners"]},  # edited, marker still in
+        lambda d: {k: v for k, v in d.items() if k != LOADBALANCER_SEED_MARKER_KEY},  # marker removed
+        lambda d: {**d, LOADBALANCER_SEED_MARKER_KEY: "operator"},
+    ],
+)
+def test_0006_downgrade_keeps_an_edited_seed(empty_db_url: str, edit: Any) -> None:
+    migrations.upgrade(empty_db_url)
+    edited = edit(dict(SEEDED_SIZE_SCHEMAS["loadbalancer"]))
+    set_lb_schema(empty_db_url, edited)
+    migrations.downgrade(empty_db_url, "0005_sync")
+    assert lb_schema(empty_db_url) == edited
+
+
+def _manage(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "reporting.cmd.manage", "--config-file", str(config), *args],
+        capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_tally_manage(empty_db_url: str, tmp_path: Path) -> None:
+    config = tmp_path / "reporting.conf"
+    config.write_text(f"[database]\nconnection = {empty_db_url}\n")
+    current = _manage(config, "db", "current")
+    assert current.returncode == 0 and "base" in current.stdout
+    up = _manage(config, "db", "upgrade")
+    assert up.returncode == 0, up.stderr
+    assert f"{HEAD} (head)" in up.stdout
+    down = _manage(config, "db", "downgrade", "0004_resource_types")
+    assert down.returncode == 0 and "0004_resource_types (behind head" in down.stdout
+    assert migrations.current(empty_db_url) == ("0004_resource_types",)
+    bad = _manage(config, "db", "downgrade", "no-such-revision")
+    assert bad.returncode == 1
+    assert bad.stderr.count("\n") == 1 and "no-such-revision" in bad.stderr
+    assert _manage(config, "db", "downgrade").returncode != 0  # REV is required
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[database]\nconnection = nosuchdialect://x\n", "tally-manage: error: "),
+        ("[database]\nconnection = postgresql+psycopg://postgres@127.0.0.1:1/x\n",
+         "tally-manage: error: "),
+        ("[database]\npool_size = many\n", "tally-manage: configuration error: [database] pool_size"),
+    ],
+)
+def test_tally_manage_errors_are_one_line(tmp_path: Path, content: str, message: str) -> None:
+    config = tmp_path / "reporting.conf"
+    config.write_text(content)
+    result = _manage(config, "db", "upgrade")
+    assert result.returncode != 0
+    assert result.stderr.startswith(message), result.stderr
+    assert result.stderr.count("\n") == 1
+    missing = _manage(tmp_path / "absent.conf", "db", "current")
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
