@@ -13,6 +13,7 @@ import base64
 import binascii
 import datetime as dt
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -22,6 +23,7 @@ from reporting.api.errors import ApiError
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 MAX_MARKER_LEN = 4096
+_DECIMAL = re.compile(r"^[0-9]{1,7}\Z")
 
 # What one position of a sort key holds.
 KeyPart = Literal["str", "int", "datetime"]
@@ -38,13 +40,10 @@ def parse_limit(args: Mapping[str, str]) -> int:
     raw = args.get("limit")
     if raw is None:
         return DEFAULT_LIMIT
-    try:
-        limit = int(raw, 10)
-    except ValueError:
-        raise bad_request(f"limit must be an integer between 1 and {MAX_LIMIT}") from None
-    if not 1 <= limit <= MAX_LIMIT:
+    # int() would also take " 5", "+5", "1_0" and non-ASCII digits.
+    if not _DECIMAL.match(raw) or not 1 <= int(raw) <= MAX_LIMIT:
         raise bad_request(f"limit must be an integer between 1 and {MAX_LIMIT}")
-    return limit
+    return int(raw)
 
 
 def encode_marker(tag: str, key: Sequence[KeyValue]) -> str:
