@@ -1,0 +1,256 @@
+"""The seeds' rules, one test each, against tally-simcloud and PostgreSQL.
+
+No collector runs here: every difference the sync finds is one it must book (or
+defer), so the truth of the simulated cloud says exactly what each run owes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+from mapping.event import correction_event_id, format_timestamp
+from reporting.ingest import ingest_events
+from tests.functional.sync.conftest import CLOUD, START, Syncer, collector_create, naive
+
+SETTLE = dt.timedelta(seconds=60)
+T1 = START + dt.timedelta(hours=6)
+
+
+def is_recent(record: dict[str, Any], at: dt.datetime) -> bool:
+    return naive(record["updated_at"]) >= (at - SETTLE).replace(tzinfo=None)
+
+
+def settled_truth(syncer: Syncer, at: dt.datetime) -> list[dict[str, Any]]:
+    """Live resources a run at ``at`` must have booked (not in transition, not recent)."""
+    return [r for r in syncer.truth(at, live=True)
+            if not r["in_transition"] and not is_recent(r, at)]
+
+
+def assert_rows_match(syncer: Syncer, records: list[dict[str, Any]]) -> None:
+    rows = syncer.rows()
+    for record in records:
+        row = rows[(record["resource_type"], record["resource_id"])]
+        assert row.live, record
+        assert (row.project_id, row.state, row.size) == (
+            record["project_id"], record["state"], record["size"]), record
+
+
+def test_first_sync_books_the_cloud_then_a_further_sync_books_nothing(syncer: Syncer):
+    syncer.advance(T1)
+    summary = syncer.sync_ok(T1)
+    live = syncer.truth(T1, live=True)
+    transition = [r for r in live if r["in_transition"]]
+    recent = [r for r in live if not r["in_transition"] and is_recent(r, T1)]
+    settled = settled_truth(syncer, T1)
+    assert settled and summary["status"] == "completed"
+    stats = summary["stats"]
+    assert stats["created"] == len(settled)
+    assert stats["deferred"] == {"transition": len(transition), "recent": len(recent)}
+    assert stats["updated"] == stats["deleted"] == stats["error_count"] == 0
+    assert stats["enumerated_types"] == [
+        "floating_ip", "image", "instance", "loadbalancer", "volume"]
+    assert stats["deletion_window"] == {"since": None, "clamped": False}  # first run
+    assert_rows_match(syncer, settled)
+    # Every create is dated at the platform's creation instant.
+    for event in syncer.events(event_type="sync.create"):
+        record = next(r for r in settled if r["resource_id"] == event.resource_id)
+        assert event.timestamp == naive(record["created_at"])
+        assert event.source == "reconciliation"
+        assert event.event_id == correction_event_id(
+            summary["id"], "openstack", CLOUD, event.resource_type, event.resource_id, "create")
+    again = syncer.sync_ok(T1)["stats"]
+    assert (again["created"], again["updated"], again["deleted"]) == (0, 0, 0)
+
+
+def test_changes_between_runs_are_booked_and_dated_by_kind(syncer: Syncer):
+    syncer.advance(T1)
+    syncer.sync_ok(T1)
+    t2 = T1 + dt.timedelta(hours=12)
+    syncer.advance(t2)
+    run = syncer.sync_ok(t2)
+    assert run["stats"]["deletion_window"]["since"] == format_timestamp(T1 - SETTLE)
+    gone = [r for r in syncer.truth(t2, live=False)
+            if naive(r["deleted_at"]) > T1.replace(tzinfo=None)
+            and naive(r["created_at"]) < (T1 - SETTLE).replace(tzinfo=None)]
+    assert any(r["resource_type"] == "instance" for r in gone)
+    assert any(r["resource_type"] != "instance" for r in gone)
+    deletes = {e.resource_id: e for e in syncer.events(event_type="sync.delete")}
+    for record in gone:
+        event = deletes.get(record["resource_id"])
+        if event is None:  # it had no settled row at T1 (created or changed inside the window)
+            assert record["resource_id"] not in {k[1] for k in syncer.rows()} or \
+                not syncer.rows()[(record["resource_type"], record["resource_id"])].live
+            continue
+        provider = event.payload["provider"]
+        if record["resource_type"] == "instance":
+            # nova's deleted listing: the platform's own instant
+            assert event.timestamp == naive(record["deleted_at"])
+            assert provider["dated_by"] == "platform"
+        else:
+            # by absence: at poll, with the last run that saw it alive
+            assert event.timestamp == t2.replace(tzinfo=None)
+            assert provider == {"sync_run_id": run["id"], "dated_by": "poll",
+                                "polled_at": format_timestamp(t2),
+                                "last_seen_alive": format_timestamp(T1)}
+    assert run["stats"]["deleted"] == len(deletes) > 0
+    assert run["stats"]["updated"] > 0
+    for event in syncer.events(event_type="sync.update"):
+        assert event.timestamp == t2.replace(tzinfo=None)
+    assert_rows_match(syncer, settled_truth(syncer, t2))
+
+
+def test_deferred_deletion_is_booked_next_run_at_the_platform_instant(syncer: Syncer):
+    syncer.advance(T1)
+    syncer.sync_ok(T1)
+    deleted = sorted(
+        (r for r in syncer.truth(T1 + dt.timedelta(days=2), live=False, resource_type="instance")
+         if naive(r["deleted_at"]) > T1.replace(tzinfo=None) + SETTLE
+         and naive(r["created_at"]) < (T1 - SETTLE).replace(tzinfo=None)),
+        key=lambda r: r["deleted_at"])
+    target = deleted[0]
+    at = naive(target["deleted_at"]).replace(tzinfo=dt.UTC) + dt.timedelta(seconds=30)
+    syncer.advance(at)
+    run = syncer.sync_ok(at)
+    assert run["stats"]["deferred"]["recent"] >= 1
+    assert syncer.rows()[("instance", target["resource_id"])].live
+    later = at + dt.timedelta(minutes=10)
+    syncer.advance(later)
+    syncer.sync_ok(later)
+    [event] = syncer.events(event_type="sync.delete", resource_id=target["resource_id"])
+    # The window opened at the deferring run's start less the settle window.
+    assert event.timestamp == naive(target["deleted_at"])
+
+
+def test_absence_pass_respects_the_rows_newest_event(syncer: Syncer):
+    syncer.advance(T1)
+    syncer.sync_ok(T1)
+    ghost = collector_create("volume", "ghost-volume", T1 - dt.timedelta(seconds=10),
+                             size={"size_gb": 1, "type": "ssd"})
+    syncer.ingest(ghost)
+    run = syncer.sync_ok(T1)
+    assert run["stats"]["deleted"] == 0 and run["stats"]["deferred"]["recent"] >= 1
+    later = T1 + dt.timedelta(minutes=5)
+    syncer.advance(later)
+    syncer.sync_ok(later)
+    [event] = syncer.events(event_type="sync.delete", resource_id="ghost-volume")
+    assert event.timestamp == later.replace(tzinfo=None)
+    assert event.payload["provider"]["dated_by"] == "poll"
+    assert event.payload["provider"]["last_seen_alive"] is None  # no run ever listed it
+
+
+def test_row_held_as_deleted_is_never_revived(syncer: Syncer):
+    syncer.advance(T1)
+    syncer.sync_ok(T1)
+    record = settled_truth(syncer, T1)[0]
+    delete = collector_create(record["resource_type"], record["resource_id"],
+                              T1 - dt.timedelta(hours=1))
+    delete["event_type"] = "sync.delete"
+    delete["event_id"] = "operator-delete"
+    syncer.ingest(delete)
+    later = T1 + dt.timedelta(minutes=10)
+    syncer.advance(later)
+    syncer.sync_ok(later)
+    row = syncer.rows()[(record["resource_type"], record["resource_id"])]
+    assert not row.live
+    events = syncer.events(resource_id=record["resource_id"])
+    assert [e.event_type for e in events] == ["sync.create", "sync.delete"]
+
+
+def test_clamp_of_the_deleted_servers_window_to_24_hours(syncer: Syncer):
+    syncer.advance(T1)
+    syncer.sync_ok(T1)
+    t3 = T1 + dt.timedelta(days=3)
+    syncer.advance(t3)
+    run = syncer.sync_ok(t3)
+    assert run["stats"]["deletion_window"] == {
+        "since": format_timestamp(t3 - dt.timedelta(hours=24)), "clamped": True}
+    floor = (t3 - dt.timedelta(hours=24)).replace(tzinfo=None)
+    gone = [r for r in syncer.truth(t3, live=False, resource_type="instance")
+            if naive(r["created_at"]) < (T1 - SETTLE).replace(tzinfo=None)
+            and naive(r["deleted_at"]) > T1.replace(tzinfo=None)]
+    deletes = {e.resource_id: e for e in syncer.events(event_type="sync.delete",
+                                                       resource_type="instance")}
+    old = [r for r in gone if naive(r["deleted_at"]) < floor and r["resource_id"] in deletes]
+    new = [r for r in gone if naive(r["deleted_at"]) > floor and r["resource_id"] in deletes]
+    assert old and new
+    for record in old:  # outside the clamped window: found by absence, dated at poll
+        event = deletes[record["resource_id"]]
+        assert event.timestamp == t3.replace(tzinfo=None)
+        assert event.payload["provider"]["dated_by"] == "poll"
+    for record in new:
+        assert deletes[record["resource_id"]].timestamp == naive(record["deleted_at"])
+
+
+def test_told_instant_going_backwards(syncer: Syncer, caplog):
+    # With the settle window on, a row whose newest event lies after the told
+    # instant is deferred; with it off the correction still lands, one microsecond
+    # past that event.
+    syncer.app.config["TALLY_CONF"].set_override("settle_s", 0, group="sync")
+    t2 = T1 + dt.timedelta(hours=2)
+    syncer.advance(t2)
+    syncer.sync_ok(t2)
+    record = next(r for r in settled_truth(syncer, t2) if r["resource_type"] == "volume")
+    newest = t2 + dt.timedelta(hours=1)
+    drift = collector_create("volume", record["resource_id"], newest,
+                             project=record["project_id"], size=record["size"])
+    drift["event_type"] = "volume.resize.end"
+    drift["payload"]["state"] = "error"
+    syncer.ingest(drift)
+    told = t2 - dt.timedelta(minutes=30)
+    with caplog.at_level(logging.WARNING, logger="reporting.sync.runner"):
+        run = syncer.sync_ok(told)
+    assert "behind the last completed run" in caplog.text
+    assert run["stats"]["deletion_window"] == {
+        "since": format_timestamp(told - dt.timedelta(hours=24)), "clamped": True}
+    assert run["started_at"] == format_timestamp(told)
+    [update] = syncer.events(event_type="sync.update", resource_id=record["resource_id"])
+    assert update.timestamp == newest.replace(tzinfo=None) + dt.timedelta(microseconds=1)
+    assert syncer.rows()[("volume", record["resource_id"])].state == record["state"]
+
+
+def test_create_over_an_update_only_row_is_dated_past_its_newest_event(syncer: Syncer):
+    syncer.advance(T1)
+    record = settled_truth(syncer, T1)[0]
+    newest = naive(record["created_at"]) + dt.timedelta(seconds=5)
+    orphan = collector_create(record["resource_type"], record["resource_id"],
+                              newest.replace(tzinfo=dt.UTC), project=record["project_id"])
+    orphan["event_type"] = "compute.instance.power_off"  # an update: no create seen
+    syncer.ingest(orphan)
+    assert not syncer.rows()[(record["resource_type"], record["resource_id"])].live
+    syncer.sync_ok(T1)
+    [create] = syncer.events(event_type="sync.create", resource_id=record["resource_id"])
+    assert create.timestamp == newest + dt.timedelta(microseconds=1)
+    assert syncer.rows()[(record["resource_type"], record["resource_id"])].live
+
+
+def test_corrections_are_deterministic_and_replay_as_duplicates(syncer: Syncer):
+    syncer.advance(T1)
+    run = syncer.sync_ok(T1)
+    events = syncer.events(source="reconciliation")
+    assert events
+    for event in events:
+        assert event.event_id == correction_event_id(
+            run["id"], "openstack", CLOUD, event.resource_type, event.resource_id,
+            event.event_type.removeprefix("sync."))
+        assert event.payload["provider"]["sync_run_id"] == run["id"]
+    replay = [{
+        "event_id": e.event_id, "event_type": e.event_type, "platform": e.platform,
+        "cloud": e.cloud, "resource_type": e.resource_type, "resource_id": e.resource_id,
+        "project_id": e.project_id, "timestamp": format_timestamp(e.timestamp),
+        "source": e.source, "payload": e.payload} for e in events]
+    results = ingest_events(syncer.factory, replay, require_size_schema=True)
+    assert {r.status for r in results} == {"duplicate"}
+
+
+def test_size_names_hold_every_volume_type_private_too(syncer: Syncer):
+    syncer.advance(T1)
+    syncer.sync_ok(T1)
+    import sqlalchemy as sa
+
+    from reporting.db.models import SizeName
+    with syncer.factory() as session:
+        names = {(n.size_id, n.name) for n in session.execute(sa.select(SizeName)).scalars()}
+    assert names == set(syncer.world.world.volume_types().items())
+    assert any(name == "gold-private" for _, name in names)
