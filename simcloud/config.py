@@ -13,6 +13,7 @@ import datetime as dt
 from typing import Any
 
 DEFAULT_START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+STOCK_EXCHANGES = ("nova", "cinder", "neutron", "glance", "octavia")
 
 
 class ConfigError(ValueError):
@@ -54,6 +55,9 @@ class WorldConfig:
     reorder_window: int = 20
     transport_url: str | None = None
     transport: Any = None
+    # Exchange per service, overriding the stock names (nova, cinder, neutron, glance,
+    # octavia) as a deployment's control_exchange would; tests sharing a broker use it.
+    exchanges: dict[str, str] = dataclasses.field(default_factory=dict)
     # keystonemiddleware's [keystone_authtoken] service_type of cinder: an access
     # rule applies only when this type is in the catalog (kolla renders "volume").
     cinder_authtoken_service_type: str = "block-storage"
@@ -76,8 +80,15 @@ class WorldConfig:
             raise ConfigError(f"reorder_window must be >= 2, got {self.reorder_window}")
         if self.start.tzinfo is None:
             raise ConfigError("start must be an aware datetime (UTC)")
+        unknown = set(self.exchanges) - set(STOCK_EXCHANGES)
+        if unknown:
+            raise ConfigError(f"exchanges: unknown services {sorted(unknown)}; "
+                              f"one of {', '.join(STOCK_EXCHANGES)}")
         if self.transport is not None and self.transport_url is not None:
             raise ConfigError("give transport or transport_url, not both")
+
+    def exchange(self, service: str) -> str:
+        return self.exchanges.get(service, service)
 
     @property
     def end(self) -> dt.datetime:

@@ -26,7 +26,7 @@ from oslo_messaging import serializer as oslo_serializer
 from oslo_messaging import transport as oslo_transport
 from oslo_messaging.notify import notifier as oslo_notifier
 
-from simcloud.config import WorldConfig
+from simcloud.config import STOCK_EXCHANGES, WorldConfig
 
 LOG = logging.getLogger(__name__)
 TOPIC = "notifications"
@@ -106,9 +106,10 @@ class Publisher:
             self._own_transport = transport
         self._notifiers: dict[str, VirtualClockNotifier] = {}
         if transport is not None:
-            for exchange in ("nova", "cinder", "neutron", "glance", "octavia"):
-                self._notifiers[exchange] = VirtualClockNotifier(
-                    _ExchangeTransport(transport, exchange), driver="messagingv2",
+            for service in STOCK_EXCHANGES:
+                self._notifiers[service] = VirtualClockNotifier(
+                    _ExchangeTransport(transport, config.exchange(service)),
+                    driver="messagingv2",
                     topics=[TOPIC], serializer=_ContextSerializer(), retry=3)
 
     @property
