@@ -1,0 +1,197 @@
+"""auth_strategy=keystone: keystonemiddleware's auth_token validates tokens against a
+keystone v3 faked at the transport (requests-mock + keystoneauth1 fixtures)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests_mock
+from flask import Flask
+from flask.testing import FlaskClient
+from keystoneauth1 import fixture as ks_fixture
+from oslo_config import cfg
+
+from reporting import opts
+from reporting.api.auth import AuthConfigError
+from reporting.api.keystone_auth import NO_ROLE, tally_role
+from reporting.app import create_app
+from reporting.db.session import ENGINE_KEY
+
+KEYSTONE = "http://keystone.test"
+AUTH_URL = KEYSTONE + "/v3"
+SERVICE_TOKEN = "service-" + uuid.uuid4().hex
+
+KEYSTONE_SECTION = f"""
+[keystone_authtoken]
+auth_type = password
+auth_url = {AUTH_URL}
+www_authenticate_uri = {AUTH_URL}
+username = tally
+password = secret
+project_name = service
+user_domain_id = default
+project_domain_id = default
+service_token_roles_required = true
+"""
+
+
+def _user_token(roles: list[str]) -> dict[str, Any]:
+    token = ks_fixture.V3Token(user_id="u1", user_name="alice", user_domain_id="default",
+                               project_id="p1", project_name="demo",
+                               project_domain_id="default")
+    for role in roles:
+        token.add_role(name=role)
+    return token
+
+
+def _service_token() -> dict[str, Any]:
+    token = ks_fixture.V3Token(user_id="svc", user_name="tally", project_id="svcp",
+                               project_name="service", user_domain_id="default",
+                               project_domain_id="default")
+    token.add_role(name="service")
+    identity = token.add_service("identity")
+    identity.add_standard_endpoints(public=AUTH_URL, internal=AUTH_URL, admin=AUTH_URL)
+    return token
+
+
+class FakeKeystone:
+    """Keystone v3 at the transport: discovery, the service login, token validation."""
+
+    def __init__(self, mocker: requests_mock.Mocker) -> None:
+        self.tokens: dict[str, dict[str, Any]] = {}
+        discovery = ks_fixture.DiscoveryList(href=KEYSTONE, v2=False)
+        mocker.get(KEYSTONE, json=discovery)
+        mocker.get(AUTH_URL, json={"version": ks_fixture.V3Discovery(AUTH_URL)})
+        mocker.post(AUTH_URL + "/auth/tokens", json=_service_token(),
+                    headers={"X-Subject-Token": SERVICE_TOKEN}, status_code=201)
+        mocker.get(AUTH_URL + "/auth/tokens", json=self._validate)
+        self.validations = 0
+
+    def issue(self, roles: list[str]) -> str:
+        token_id = uuid.uuid4().hex
+        self.tokens[token_id] = _user_token(roles)
+        return token_id
+
+    def _validate(self, request: Any, context: Any) -> dict[str, Any]:
+        self.validations += 1
+        if request.headers.get("X-Auth-Token") != SERVICE_TOKEN:
+            context.status_code = 401
+            return {"error": {"code": 401, "message": "service not authenticated"}}
+        body = self.tokens.get(request.headers.get("X-Subject-Token", ""))
+        if body is None:
+            context.status_code = 404
+            return {"error": {"code": 404, "message": "token not found"}}
+        context.status_code = 200
+        context.headers["X-Subject-Token"] = request.headers["X-Subject-Token"]
+        return body
+
+
+@pytest.fixture
+def keystone() -> Iterator[FakeKeystone]:
+    with requests_mock.Mocker() as mocker:
+        yield FakeKeystone(mocker)
+
+
+@pytest.fixture
+def keystone_conf(tmp_path: Path, db_url: str) -> Callable[..., cfg.ConfigOpts]:
+    def factory(extra: str = "") -> cfg.ConfigOpts:
+        path = tmp_path / "tally.conf"
+        path.write_text(f"[api]\nauth_strategy = keystone\n{extra}\n{KEYSTONE_SECTION}")
+        conf = cfg.ConfigOpts()
+        opts.register_opts(conf)
+        conf(["--config-file", str(path)], project="tally", default_config_files=[],
+             default_config_dirs=[])
+        conf.set_override("connection", db_url, group="database")
+        return conf
+
+    return factory
+
+
+@pytest.fixture
+def keystone_app(keystone_conf: Callable[..., cfg.ConfigOpts]) -> Iterator[Flask]:
+    app = create_app(keystone_conf("keystone_role_map = admin:admin,reader:read,"
+                                   "member:read,tally_ingest:ingest"))
+    yield app
+    app.extensions[ENGINE_KEY].dispose()
+
+
+@pytest.fixture
+def ks_client(keystone_app: Flask) -> FlaskClient:
+    return keystone_app.test_client()
+
+
+def test_missing_or_unknown_token_is_401(keystone: FakeKeystone, ks_client: FlaskClient) -> None:
+    assert ks_client.get("/v1/resources").status_code == 401
+    response = ks_client.get("/v1/resources", headers={"X-Auth-Token": "nope"})
+    assert response.status_code == 401
+    assert response.get_json()["error"]["code"] == "unauthorized"
+    assert keystone.validations >= 1  # the unknown token was asked about
+
+
+def test_mapped_roles_grant_tally_roles(keystone: FakeKeystone, ks_client: FlaskClient) -> None:
+    reader = {"X-Auth-Token": keystone.issue(["reader"])}
+    assert ks_client.get("/v1/resources", headers=reader).status_code == 200
+    response = ks_client.post("/v1/events", json={"events": []}, headers=reader)
+    assert response.status_code == 403
+    ingest = {"X-Auth-Token": keystone.issue(["tally_ingest"])}
+    assert ks_client.post("/v1/events", json={"events": []}, headers=ingest).status_code == 200
+    assert ks_client.get("/v1/resources", headers=ingest).status_code == 403
+    admin = {"X-Auth-Token": keystone.issue(["Admin"])}  # keystone role names: any case
+    assert ks_client.get("/v1/resources", headers=admin).status_code == 200
+    assert ks_client.post("/v1/events", json={"events": []}, headers=admin).status_code == 200
+
+
+def test_valid_token_without_a_mapped_role_is_403(
+    keystone: FakeKeystone, ks_client: FlaskClient
+) -> None:
+    headers = {"X-Auth-Token": keystone.issue(["load-balancer_member"])}
+    response = ks_client.get("/v1/resources", headers=headers)
+    assert response.status_code == 403
+    assert response.get_json()["error"]["code"] == "forbidden"
+
+
+def test_identity_headers_sent_by_the_client_are_not_trusted(
+    keystone: FakeKeystone, ks_client: FlaskClient
+) -> None:
+    forged = {"X-Identity-Status": "Confirmed", "X-Roles": "admin"}
+    assert ks_client.get("/v1/resources", headers=forged).status_code == 401
+    forged["X-Auth-Token"] = keystone.issue(["member"])
+    response = ks_client.post("/v1/events", json={"events": []}, headers=forged)
+    assert response.status_code == 403  # the token's own role (read), not the forged one
+
+
+def test_open_endpoints_need_no_token(keystone: FakeKeystone, ks_client: FlaskClient) -> None:
+    for path in ("/healthz", "/readyz", "/metrics", "/v1/openapi.json"):
+        assert ks_client.get(path).status_code == 200, path
+
+
+def test_default_role_map(keystone: FakeKeystone,
+                          keystone_conf: Callable[..., cfg.ConfigOpts]) -> None:
+    app = create_app(keystone_conf())
+    client = app.test_client()
+    try:
+        member = {"X-Auth-Token": keystone.issue(["member"])}
+        assert client.get("/v1/resources", headers=member).status_code == 200
+        assert client.post("/v1/events", json={"events": []}, headers=member).status_code == 403
+    finally:
+        app.extensions[ENGINE_KEY].dispose()
+
+
+def test_role_map_naming_an_unknown_tally_role_refuses_to_start(
+    keystone_conf: Callable[..., cfg.ConfigOpts],
+) -> None:
+    with pytest.raises(AuthConfigError, match="superuser"):
+        create_app(keystone_conf("keystone_role_map = admin:superuser"))
+
+
+def test_strongest_role_wins() -> None:
+    role_map = {"admin": "admin", "reader": "read", "svc": "ingest"}
+    assert tally_role(["reader", "svc"], role_map) == "ingest"
+    assert tally_role(["reader", "ADMIN"], role_map) == "admin"
+    assert tally_role(["reader"], role_map) == "read"
+    assert tally_role(["other"], role_map) == NO_ROLE
+    assert tally_role([], role_map) == NO_ROLE
