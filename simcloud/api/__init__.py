@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Flask, Response
+from flask import Flask, Response, request
 
 from simcloud.api import cinder, common, control, glance, keystone, neutron, nova, octavia
 from simcloud.identity import Identity
@@ -16,6 +16,18 @@ def create_app(world: World, identity: Identity) -> Flask:
     common.register_common(app)
     for module in (keystone, nova, cinder, neutron, glance, octavia, control):
         app.register_blueprint(module.bp)
+    guards = [(common.PREFIXES[service], module.guard) for service, module in (
+        ("identity", keystone), ("compute", nova), ("block-storage", cinder),
+        ("network", neutron), ("image", glance), ("load-balancer", octavia))]
+
+    @app.before_request
+    def _guard() -> Response | None:
+        # keystonemiddleware sits in front of routing: an unknown path needs a token too.
+        path = request.path
+        for prefix, guard in guards:
+            if path == prefix or path.startswith(prefix + "/"):
+                return guard()
+        return None
 
     @app.errorhandler(404)
     def not_found(_exc: Exception) -> Response:

@@ -35,8 +35,8 @@ def _is_version_document() -> bool:
     return request.path.rstrip("/") in ("/volume", "/volume/v3")
 
 
-@bp.before_request
-def _guard() -> Response | None:
+def guard() -> Response | None:
+    """Run before every request under this prefix, matched route or not."""
     denied = common.guard("block-storage", _authtoken_type, public=_is_version_document)
     if denied is not None or _is_version_document():
         return denied

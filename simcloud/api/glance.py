@@ -28,8 +28,8 @@ def _is_version_document() -> bool:
     return request.path.rstrip("/") in ("/image", "/image/versions", "/image/v2")
 
 
-@bp.before_request
-def _guard() -> Response | None:
+def guard() -> Response | None:
+    """Run before every request under this prefix, matched route or not."""
     return common.guard("image", lambda: "image", public=_is_version_document)
 
 

@@ -15,8 +15,8 @@ bp = Blueprint("keystone", __name__, url_prefix="/identity")
 REGION = "RegionOne"
 
 
-@bp.before_request
-def _guard() -> Response | None:
+def guard() -> Response | None:
+    """Run before every request under this prefix, matched route or not."""
     # Version documents and the token request itself need no token.
     return common.guard("identity", lambda: "identity", public=lambda: True)
 

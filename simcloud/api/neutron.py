@@ -27,8 +27,8 @@ def _is_version_document() -> bool:
     return request.path.rstrip("/") in ("/networking", "/networking/v2.0")
 
 
-@bp.before_request
-def _guard() -> Response | None:
+def guard() -> Response | None:
+    """Run before every request under this prefix, matched route or not."""
     return common.guard("network", lambda: "network", public=_is_version_document)
 
 

@@ -46,8 +46,8 @@ def _is_version_document() -> bool:
     return request.path.rstrip("/") in ("/compute", "/compute/v2.1", "/compute/v2")
 
 
-@bp.before_request
-def _guard() -> Response | None:
+def guard() -> Response | None:
+    """Run before every request under this prefix, matched route or not."""
     denied = common.guard("compute", lambda: "compute",
                           public=lambda: request.path.rstrip("/") == "/compute")
     if denied is not None:

@@ -26,8 +26,8 @@ def _is_version_document() -> bool:
     return request.path.rstrip("/") == "/load-balancer"
 
 
-@bp.before_request
-def _guard() -> Response | None:
+def guard() -> Response | None:
+    """Run before every request under this prefix, matched route or not."""
     return common.guard("load-balancer", lambda: "load-balancer", public=_is_version_document)
 
 
