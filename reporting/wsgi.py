@@ -9,6 +9,7 @@ apply as under tally-reporting).  Under several worker processes, set
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from flask import Flask
 
@@ -26,4 +27,11 @@ def load_application(environ: dict[str, str] | None = None) -> Flask:
     return create_app(conf)
 
 
-application = load_application()
+def __getattr__(name: str) -> Any:
+    # ``application`` is built on first access (what a WSGI server does right after
+    # importing this module), so importing the module alone reads no configuration.
+    if name == "application":
+        app = load_application()
+        globals()["application"] = app
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -94,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: configuration error: {one_line(exc)}", file=sys.stderr)
             return 2
         LOG.info("serving the Reporting API on %s with %s workers", conf.api.bind, conf.api.workers)
+        LOG.info("prometheus multiprocess directory %s", metrics_dir)
         _gunicorn_app(conf, flask_app).run()
         return 0
     finally:
