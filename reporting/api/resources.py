@@ -13,7 +13,7 @@ from typing import Any
 
 from flask import Blueprint, request
 
-from mapping.event import format_timestamp
+from mapping.event import MAX_ID_LEN, format_timestamp
 from reporting import pagination
 from reporting.api.auth import require_role
 from reporting.api.errors import ApiError
@@ -118,11 +118,18 @@ def _not_found() -> ApiError:
     return ApiError(404, "not_found", "no such resource")
 
 
+def _key(platform: str, cloud: str, resource_type: str, resource_id: str) -> queries.ResourceKey:
+    key = (platform, cloud, resource_type, resource_id)
+    if not all(params.storable(part) and len(part) <= MAX_ID_LEN for part in key):
+        raise _not_found()  # no stored resource can have such an identity
+    return key
+
+
 @bp.get(RESOURCE_PATH)
 @require_role("read")
 def get_resource(platform: str, cloud: str, resource_type: str, resource_id: str) -> Any:
     params.only(request.args, frozenset())
-    row = queries.get_resource(db_session(), (platform, cloud, resource_type, resource_id))
+    row = queries.get_resource(db_session(), _key(platform, cloud, resource_type, resource_id))
     if row is None:
         raise _not_found()
     return render_resource(row)
@@ -131,7 +138,7 @@ def get_resource(platform: str, cloud: str, resource_type: str, resource_id: str
 @bp.get(RESOURCE_PATH + "/events")
 @require_role("read")
 def resource_events(platform: str, cloud: str, resource_type: str, resource_id: str) -> Any:
-    key = (platform, cloud, resource_type, resource_id)
+    key = _key(platform, cloud, resource_type, resource_id)
     params.only(request.args, _PAGE_PARAMS)
     limit = pagination.parse_limit(request.args)
     marker = request.args.get("marker")
@@ -151,7 +158,7 @@ def resource_events(platform: str, cloud: str, resource_type: str, resource_id: 
 @bp.get(RESOURCE_PATH + "/lifecycle")
 @require_role("read")
 def resource_lifecycle(platform: str, cloud: str, resource_type: str, resource_id: str) -> Any:
-    key = (platform, cloud, resource_type, resource_id)
+    key = _key(platform, cloud, resource_type, resource_id)
     params.only(request.args, frozenset())
     session = db_session()
     if not queries.resource_exists(session, key):

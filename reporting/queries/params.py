@@ -57,7 +57,21 @@ def text(args: Mapping[str, str], name: str) -> str | None:
         return None
     if len(raw) > MAX_ID_LEN:
         raise bad_request(f"{name} is longer than {MAX_ID_LEN} characters")
+    if not storable(raw):
+        raise bad_request(f"{name} holds a character no stored value can hold")
     return raw
+
+
+def storable(value: str) -> bool:
+    """False for text no database row can hold (NUL, unpaired surrogates): such a
+    filter or path can match nothing, and PostgreSQL would refuse the query."""
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def choice(args: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:

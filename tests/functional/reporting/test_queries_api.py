@@ -188,6 +188,8 @@ def test_get_resource_answers_the_current_row(seeded_client: FlaskClient) -> Non
         "/v1/resources/openstack/c2/instance/inst-a",  # right id, wrong cloud
         "/v1/resources/openstack/c1/volume/inst-a",  # right id, wrong type
         "/v1/resources/other/c1/instance/inst-a",
+        "/v1/resources/openstack/c%00/instance/inst-a",
+        "/v1/resources/openstack/c1/instance/" + "x" * 300,
     ],
 )
 @pytest.mark.parametrize("suffix", ["", "/events", "/lifecycle"])
@@ -346,6 +348,9 @@ def test_usage_pages(seeded_client: FlaskClient, group_by: str) -> None:
         f"/v1/usage?from={at(0)}&to={at(1)}&group_by=flavor",
         f"/v1/usage?from={at(0)}&to=soon",
         f"/v1/usage?from={at(0)}&to={at(1)}&marker=eA",
+        "/v1/resources?cloud=c%00",  # PostgreSQL cannot even compare it
+        f"/v1/usage?from={at(0)}&to={at(1)}&project_id=%00",
+        "/v1/resources?project_id=" + "p" * 256,
         "/v1/resources?projectid=p1",  # a misspelt filter never answers everything
         f"/v1/usage?from={at(0)}&to={at(1)}&resource_id=x",
         "/v1/resources/openstack/c1/instance/inst-a?verbose=1",
