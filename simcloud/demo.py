@@ -21,11 +21,11 @@ import shutil
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import oslo_messaging
 import requests
 import yaml
 from oslo_config import cfg
@@ -140,6 +140,8 @@ class Demo:
 
     def start_transport(self) -> None:
         if self.args.transport_url is None:
+            import oslo_messaging
+
             tconf = cfg.ConfigOpts()
             tconf([], default_config_files=[])
             self._transport = oslo_messaging.get_notification_transport(tconf, url="fake:")
@@ -150,10 +152,15 @@ class Demo:
 
         conf = cfg.ConfigOpts()
         collector_opts.register_opts(conf)
-        conf([], project="tally", prog="tally-demo", default_config_files=[])
+        files = []
         if self.args.transport_url:
-            conf.set_override("transport_url", self.args.transport_url)
-            conf.set_override("pool", f"tally-demo-{self.args.cloud}", group="collector")
+            # transport_url is oslo.messaging's own option, registered when the
+            # transport is built: give it the way an operator would, in a file.
+            path = self.workdir / "collector.conf"
+            path.write_text(f"[DEFAULT]\ntransport_url = {self.args.transport_url}\n"
+                            f"[collector]\npool = tally-demo-{self.args.cloud}\n")
+            files = [str(path)]
+        conf([], project="tally", prog="tally-demo", default_config_files=files)
         overrides = {"cloud": self.args.cloud, "buffer_dir": str(self.workdir / "buffer"),
                      "reporting_url": self.api_url,
                      "token_file": str(self.workdir / "ingest.token"),
@@ -279,8 +286,12 @@ class Demo:
                      for f in self.collector.metrics.registry.collect()
                      if f.name == "tally_collector_delivered"
                      for s in f.samples if s.name.endswith("_total")}
-        print("  collector -> API: " + ", ".join(f"{int(v)} {k}" for k, v in
-                                               sorted(delivered.items())))
+        skipped = sum(s.value for f in self.collector.metrics.registry.collect()
+                      if f.name == "tally_collector_skipped"
+                      for s in f.samples if s.name.endswith("_total"))
+        print(f"  collector: {int(skipped)} skipped (types Tally does not book: .start, "
+              "resize.end, unsized image.create, ...); delivered to the API: "
+              + ", ".join(f"{int(v)} {k}" for k, v in sorted(delivered.items())))
         failed = [s for s in self.syncs if s.get("http_status") != 200]
         booked = {"created": 0, "updated": 0, "deleted": 0}
         for run in self.syncs:
@@ -363,6 +374,9 @@ def _brief(row: dict[str, Any] | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    # oslo.service (pulled in by the oslo libraries) imports eventlet, which warns
+    # on import; nothing here runs on eventlet.
+    warnings.filterwarnings("ignore", message=r"(?s).*Eventlet is deprecated")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if not args.verbose:  # werkzeug logs every request at INFO unless told otherwise
