@@ -43,10 +43,8 @@ def test_demo_on_rabbitmq_and_postgresql(tmp_path: Path, rabbit_url: str, pg_dat
 def test_demo_refuses_a_database_that_already_holds_the_cloud(tmp_path: Path) -> None:
     first = _run_demo(tmp_path, "--hours", "1")
     assert first.returncode == 0, first.stdout + first.stderr
-    url = f"sqlite:///{tmp_path / 'demo' / 'tally.sqlite'}"
     kept = tmp_path / "kept.sqlite"
     kept.write_bytes((tmp_path / "demo" / "tally.sqlite").read_bytes())
-    del url
     second = _run_demo(tmp_path, "--hours", "1", "--database-connection", f"sqlite:///{kept}")
     assert second.returncode != 0
     assert "already holds" in second.stdout + second.stderr
