@@ -1,28 +1,37 @@
 """The collector's disk buffer: mapped events waiting for the Reporting API.
 
 A diskcache ``Cache`` used as a FIFO queue (``push`` gives increasing integer
-keys).  Every write is one SQLite transaction, committed before the method
-returns; with ``buffer_sync = full`` (the default) the commit is also fsynced, so
-an event the listener acknowledged survives ``kill -9`` and a power cut.
+keys).  One item holds the events of one listener batch, written in one SQLite
+transaction that is committed before ``append`` returns; with ``buffer_sync =
+full`` (the default) the commit is also fsynced, so an event the listener
+acknowledged survives ``kill -9`` and a power cut.
 
-Values are the canonical event serialised as JSON text (kept in the SQLite row,
-never in a side file), tagged with the instant they were buffered, which gives
-the oldest item's age.  Nothing is ever evicted: diskcache's eviction is off and
-the size limit is enforced by the listener holding back acknowledgements.
+An item is the batch's canonical events as JSON texts joined by newlines (JSON
+never contains a raw newline), kept in the SQLite row (never a side file) and
+tagged with the instant it was buffered, which gives the oldest event's age.
+Delivery settles events one by one: an item loses the events the Reporting API
+answered for and disappears when none is left.  Nothing is ever evicted:
+diskcache's eviction is off and the size limit is enforced by the listener
+holding back acknowledgements.
 
 Items that cannot be delivered at all (see ``collector.delivery``) and
 notifications that cannot be buffered are moved to a second store, ``parked/``
 beside the buffer, with the reason: kept on disk for an operator, never dropped.
+
+One collector owns a buffer directory (a lock file enforces it): the event count
+is kept in memory after one scan at start.
 """
 
 from __future__ import annotations
 
-import itertools
+import fcntl
 import json
 import os
+import threading
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import IO, Any
 
 import diskcache
 from oslo_config import cfg
@@ -58,6 +67,16 @@ OPTS = [
 _SYNCHRONOUS = {"normal": 1, "full": 2}
 # Keep every value inside SQLite: a side file would not be part of the transaction.
 _MAX_INLINE_BYTES = 2**30
+_SEPARATOR = "\n"
+
+
+@dataclass(frozen=True)
+class BufferedEvent:
+    """One buffered event: the item holding it, its position there, its JSON text."""
+
+    item: int
+    position: int
+    value: str
 
 
 def _open_cache(directory: str, sync: str) -> diskcache.Cache:
@@ -71,6 +90,15 @@ def _open_cache(directory: str, sync: str) -> diskcache.Cache:
     )
 
 
+def _events_of(item_value: str) -> list[str]:
+    """The event texts of an item by position; a settled position is blank."""
+    return item_value.split(_SEPARATOR) if item_value else []
+
+
+def _count(texts: list[str]) -> int:
+    return sum(1 for text in texts if text)
+
+
 class EventBuffer:
     """Durable FIFO of serialised events plus the parked store."""
 
@@ -79,14 +107,20 @@ class EventBuffer:
             os.makedirs(directory, exist_ok=True)
             if not os.access(directory, os.W_OK | os.X_OK):
                 raise PermissionError(f"no write permission on {directory}")
+            self._lock_file = _lock_directory(directory)
             self._cache = _open_cache(directory, sync)
             self._parked = _open_cache(os.path.join(directory, "parked"), sync)
+        except ConfigurationError:
+            raise
         except Exception as exc:
             raise ConfigurationError(
                 f"[collector] buffer_dir {directory!r} is not a writable directory: {exc}"
             ) from None
         self.directory = directory
         self.max_items = max_items
+        self._count_lock = threading.Lock()
+        self._count = sum(
+            _count(_events_of(self._cache.get(key) or "")) for key in self._cache.iterkeys())
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts) -> EventBuffer:
@@ -98,14 +132,15 @@ class EventBuffer:
     # --- writing (listener threads) ---------------------------------------------------
 
     def append(self, events_json: Sequence[str]) -> None:
-        """Append serialised events in one committed transaction (all or nothing)."""
-        now = time.time()
-        with self._cache.transact():
-            for value in events_json:
-                self._cache.push(value, tag=now)
+        """Append serialised events as one item, committed before returning."""
+        if not events_json:
+            return
+        self._cache.push(_SEPARATOR.join(events_json), tag=time.time())
+        with self._count_lock:
+            self._count += len(events_json)
 
     def is_full(self) -> bool:
-        return len(self._cache) >= self.max_items
+        return self.depth() >= self.max_items
 
     def park(self, record: dict[str, Any]) -> None:
         """Keep something that cannot be buffered or delivered, with its reason."""
@@ -113,30 +148,56 @@ class EventBuffer:
 
     # --- reading (delivery thread) --------------------------------------------------
 
-    def peek(self, limit: int) -> list[tuple[int, str]]:
-        """Up to ``limit`` oldest items as (key, event JSON), without removing them."""
-        items = []
-        for key in itertools.islice(self._cache.iterkeys(), limit):
+    def peek(self, limit: int) -> list[BufferedEvent]:
+        """The oldest events, whole items only while they fit in ``limit`` (at least
+        one item), without removing them."""
+        events: list[BufferedEvent] = []
+        for key in self._cache.iterkeys():
             value = self._cache.get(key)
-            if value is not None:
-                items.append((key, value))
-        return items
+            if value is None:
+                continue
+            texts = _events_of(value)
+            if events and len(events) + _count(texts) > limit:
+                break
+            events += [BufferedEvent(key, i, text) for i, text in enumerate(texts)
+                       if text]
+            if len(events) >= limit:
+                break
+        return events[:limit] if len(events) > limit else events
 
-    def remove(self, keys: Iterable[int]) -> None:
-        """Delete delivered items in one committed transaction."""
+    def remove(self, events: Iterable[BufferedEvent]) -> None:
+        """Drop settled events in one committed transaction; empty items disappear."""
+        by_item: dict[int, set[int]] = {}
+        for event in events:
+            by_item.setdefault(event.item, set()).add(event.position)
+        removed = 0
         with self._cache.transact():
-            for key in keys:
-                self._cache.delete(key)
+            for key, positions in by_item.items():
+                value, stored_at = self._cache.get(key, tag=True)
+                if value is None:
+                    continue
+                texts = _events_of(value)
+                # a settled position is blanked, so the others keep their positions
+                kept = ["" if i in positions else text for i, text in enumerate(texts)]
+                removed += sum(1 for i, text in enumerate(texts) if i in positions and text)
+                if any(kept):
+                    self._cache.set(key, _SEPARATOR.join(kept), tag=stored_at)
+                else:
+                    self._cache.delete(key)
+        with self._count_lock:
+            self._count -= removed
 
-    def move_to_parked(self, key: int, value: str, reason: str) -> None:
-        """Park one buffered item the API refuses on its own, then drop it from the buffer."""
-        self.park({"reason": reason, "event": value})
-        self.remove([key])
+    def move_to_parked(self, event: BufferedEvent, reason: str) -> None:
+        """Park one buffered event the API refuses on its own, then drop it here."""
+        self.park({"reason": reason, "event": event.value})
+        self.remove([event])
 
     # --- observation ------------------------------------------------------------------
 
     def depth(self) -> int:
-        return len(self._cache)
+        """Events in the buffer."""
+        with self._count_lock:
+            return self._count
 
     def parked_depth(self) -> int:
         return len(self._parked)
@@ -160,3 +221,15 @@ class EventBuffer:
     def close(self) -> None:
         self._cache.close()
         self._parked.close()
+        self._lock_file.close()
+
+
+def _lock_directory(directory: str) -> IO[str]:
+    handle = open(os.path.join(directory, "collector.lock"), "a")  # noqa: SIM115
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise ConfigurationError(
+            f"[collector] buffer_dir {directory!r} is in use by another collector") from None
+    return handle

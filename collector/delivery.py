@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import requests
 from oslo_config import cfg
 
-from collector.buffer import EventBuffer
+from collector.buffer import BufferedEvent, EventBuffer
 from collector.errors import ConfigurationError
 from collector.metrics import CollectorMetrics
 
@@ -188,22 +188,24 @@ class Delivery:
         answered, refused_alone = self._send(items)
         if refused_alone:
             if answered:
-                for key, value, reason in refused_alone:
+                for event, reason in refused_alone:
                     LOG.error("Buffered event refused on its own (%s); parked", reason)
-                    self._buffer.move_to_parked(key, value, reason)
+                    self._buffer.move_to_parked(event, reason)
                     self._metrics.parked.labels("refused").inc()
             else:
                 # Nothing went through: the API refuses everything, not this item.
-                raise DeliveryRefused("client_error", refused_alone[0][2])
+                raise DeliveryRefused("client_error", refused_alone[0][1])
         return answered + len(refused_alone)
 
-    def _send(self, items: list[tuple[int, str]]) -> tuple[int, list[tuple[int, str, str]]]:
+    def _send(
+        self, items: list[BufferedEvent]
+    ) -> tuple[int, list[tuple[BufferedEvent, str]]]:
         """POST items, splitting on 400/413.  Returns (answered, items refused alone)."""
         response = self._post(items)
         if response.status_code in (400, 413):
             detail = f"HTTP {response.status_code} {_error_code(response)}"
             if len(items) == 1:
-                return 0, [(items[0][0], items[0][1], detail)]
+                return 0, [(items[0], detail)]
             self._metrics.delivery_failures.labels("split").inc()
             LOG.warning("Batch of %d refused (%s); splitting it", len(items), detail)
             middle = len(items) // 2
@@ -214,8 +216,8 @@ class Delivery:
             raise _refusal(response)
         return self._settle(items, response), []
 
-    def _post(self, items: list[tuple[int, str]]) -> requests.Response:
-        body = '{"events":[' + ",".join(value for _, value in items) + "]}"
+    def _post(self, items: list[BufferedEvent]) -> requests.Response:
+        body = '{"events":[' + ",".join(item.value for item in items) + "]}"
         try:
             return self._session.post(self._url, data=body.encode("utf-8"),
                                       timeout=self._timeout)
@@ -224,7 +226,7 @@ class Delivery:
         except requests.RequestException as exc:
             raise DeliveryRefused("connection", str(exc)) from None
 
-    def _settle(self, items: list[tuple[int, str]], response: requests.Response) -> int:
+    def _settle(self, items: list[BufferedEvent], response: requests.Response) -> int:
         try:
             results = response.json()["results"]
             if not isinstance(results, list):
@@ -236,9 +238,9 @@ class Delivery:
             index = result.get("index") if isinstance(result, dict) else None
             status = result.get("status") if isinstance(result, dict) else None
             if isinstance(index, int) and 0 <= index < len(items) and status in ANSWERED:
-                done[items[index][0]] = status
+                done[index] = status
         if done:
-            self._buffer.remove(done)
+            self._buffer.remove(items[index] for index in done)
             for status in done.values():
                 self._metrics.delivered.labels(status).inc()
         if len(done) < len(items):

@@ -11,15 +11,54 @@ from collector.buffer import EventBuffer
 from collector.errors import ConfigurationError
 
 
+def _values(buffer: EventBuffer, limit: int = 100) -> list[str]:
+    return [event.value for event in buffer.peek(limit)]
+
+
 def test_fifo_peek_and_exact_removal(buffer: EventBuffer) -> None:
     buffer.append(['{"n":1}', '{"n":2}'])
     buffer.append(['{"n":3}'])
     items = buffer.peek(10)
-    assert [value for _, value in items] == ['{"n":1}', '{"n":2}', '{"n":3}']
-    assert [value for _, value in buffer.peek(2)] == ['{"n":1}', '{"n":2}']
-    buffer.remove([items[1][0]])
-    assert [value for _, value in buffer.peek(10)] == ['{"n":1}', '{"n":3}']
+    assert [e.value for e in items] == ['{"n":1}', '{"n":2}', '{"n":3}']
+    assert _values(buffer, 2) == ['{"n":1}', '{"n":2}']
+    buffer.remove([items[1]])
+    assert _values(buffer) == ['{"n":1}', '{"n":3}']
     assert buffer.depth() == 2
+    buffer.remove([e for e in buffer.peek(10) if e.value == '{"n":1}'])
+    assert _values(buffer) == ['{"n":3}']
+    assert len(buffer._cache) == 1          # the emptied item is gone
+    assert buffer.depth() == 1
+
+
+def test_peek_takes_whole_items_up_to_the_limit(buffer: EventBuffer) -> None:
+    buffer.append([f'{{"n":{n}}}' for n in range(3)])
+    buffer.append([f'{{"n":{n}}}' for n in range(3, 6)])
+    assert len(buffer.peek(4)) == 3          # the second item does not fit
+    assert len(buffer.peek(6)) == 6
+    assert len(buffer.peek(2)) == 2          # an item larger than the limit is cut
+
+
+def test_partial_settlement_survives_reopening(tmp_path: Path) -> None:
+    first = EventBuffer(str(tmp_path / "b"), max_items=10)
+    first.append(['{"a":1}', '{"b":2}', '{"c":3}'])
+    first.remove([first.peek(10)[1]])
+    first.close()
+    second = EventBuffer(str(tmp_path / "b"), max_items=10)
+    try:
+        assert second.depth() == 2
+        assert _values(second) == ['{"a":1}', '{"c":3}']
+        assert [e.position for e in second.peek(10)] == [0, 2]
+    finally:
+        second.close()
+
+
+def test_one_collector_per_directory(tmp_path: Path) -> None:
+    first = EventBuffer(str(tmp_path / "b"), max_items=10)
+    try:
+        with pytest.raises(ConfigurationError, match="in use by another collector"):
+            EventBuffer(str(tmp_path / "b"), max_items=10)
+    finally:
+        first.close()
 
 
 def test_contents_survive_reopening(tmp_path: Path) -> None:
@@ -28,7 +67,8 @@ def test_contents_survive_reopening(tmp_path: Path) -> None:
     first.close()
     second = EventBuffer(str(tmp_path / "b"), max_items=10)
     try:
-        assert [v for _, v in second.peek(10)] == ['{"a":1}', '{"b":2}']
+        assert _values(second) == ['{"a":1}', '{"b":2}']
+        assert second.depth() == 2
     finally:
         second.close()
 
@@ -67,9 +107,8 @@ def test_oldest_age(buffer: EventBuffer) -> None:
 
 def test_parking_keeps_the_item(buffer: EventBuffer) -> None:
     buffer.append(['{"e":1}', '{"e":2}'])
-    key, value = buffer.peek(1)[0]
-    buffer.move_to_parked(key, value, "HTTP 400")
-    assert [v for _, v in buffer.peek(10)] == ['{"e":2}']
+    buffer.move_to_parked(buffer.peek(1)[0], "HTTP 400")
+    assert _values(buffer) == ['{"e":2}']
     assert buffer.parked_items() == [{"reason": "HTTP 400", "event": '{"e":1}'}]
     assert buffer.parked_depth() == 1
 

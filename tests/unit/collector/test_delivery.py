@@ -90,7 +90,7 @@ def test_only_answered_items_are_removed(
     with pytest.raises(DeliveryRefused) as refused:
         _delivery(buffer, metrics).deliver_once()
     assert refused.value.reason == "bad_response"
-    assert [json.loads(v)["n"] for _, v in buffer.peek(10)] == [1, 2]
+    assert [json.loads(e.value)["n"] for e in buffer.peek(10)] == [1, 2]
 
 
 @pytest.mark.parametrize("body", ["not json", json.dumps({"stored": 1}), json.dumps({"results": 3})])

@@ -65,7 +65,7 @@ def _endpoint(buffer: EventBuffer, metrics: CollectorMetrics, **kwargs: Any) -> 
 
 
 def _buffered(buffer: EventBuffer) -> list[dict[str, Any]]:
-    return [json.loads(value) for _, value in buffer.peek(10_000)]
+    return [json.loads(event.value) for event in buffer.peek(10_000)]
 
 
 # --- the endpoint -----------------------------------------------------------------------
@@ -143,11 +143,11 @@ def test_full_buffer_holds_back_until_there_is_room(tmp_path: Path, metrics: Col
         worker.join(1.0)
         assert worker.is_alive() and results == []       # not acknowledged while full
         assert sample_value(metrics, "tally_collector_backpressure") == 1
-        buf.remove([key for key, _ in buf.peek(1)])
+        buf.remove(buf.peek(1))
         worker.join(5)
         assert results == [NotificationResult.HANDLED]
         assert sample_value(metrics, "tally_collector_backpressure") == 0
-        assert json.loads(buf.peek(10)[-1][1])["event_id"] == "late"
+        assert json.loads(buf.peek(10)[-1].value)["event_id"] == "late"
     finally:
         buf.close()
 

@@ -1,0 +1,233 @@
+"""Benchmark: tally-collector draining a RabbitMQ backlog into a running Reporting API.
+
+In one run, against the same RabbitMQ:
+
+1. baseline: a no-op oslo.messaging batch notification listener (same batch size,
+   prefetch and executor as the collector) drains a backlog of N notifications;
+2. collector: the ``tally-collector`` process drains an identical backlog through
+   its durable disk buffer and delivers every event to a ``tally-reporting``
+   (PostgreSQL, fresh database) until the API holds all N.
+
+It prints both rates and their ratio (target: >= 0.8).  Usage, from the checkout:
+
+    python bench/collector.py [--count 20000] [--batch 200] [--rounds 1]
+
+Needs the RabbitMQ and PostgreSQL named by TALLY_TEST_RABBIT_URL / TALLY_TEST_PG_URL
+(loopback defaults).  Creates and removes its own database, queues and files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import oslo_messaging  # noqa: E402
+import sqlalchemy as sa  # noqa: E402
+from oslo_config import cfg  # noqa: E402
+
+from tests.functional.collector.harness import (  # noqa: E402
+    CollectorProcess,
+    ReportingServer,
+    WirePublisher,
+    collector_config,
+    delete_queues,
+    queue_depth,
+    wait_until,
+    wire_message,
+)
+
+EXCHANGES = ["nova", "cinder", "neutron", "glance", "octavia"]
+KINDS = [
+    ("nova", "compute.instance.create.end", "compute.bench",
+     lambda i: {"instance_id": f"i-{i}", "tenant_id": "p", "state": "active", "vcpus": 1,
+                "memory_mb": 512, "root_gb": 1, "ephemeral_gb": 0, "instance_type": "m1.tiny"}),
+    ("cinder", "volume.create.end", "volume.bench",
+     lambda i: {"volume_id": f"v-{i}", "tenant_id": "p", "size": 1, "volume_type": "t",
+                "status": "available"}),
+    ("neutron", "floatingip.create.end", "network.bench",
+     lambda i: {"floatingip": {"id": f"f-{i}", "tenant_id": "p",
+                               "floating_ip_address": "10.0.0.1"}}),
+    ("glance", "image.upload", "image.localhost",
+     lambda i: {"id": f"g-{i}", "owner": "p", "size": 1024}),
+    ("octavia", "octavia.loadbalancer.create.end", "null",
+     lambda i: {"loadbalancer_id": f"lb-{i}", "project_id": "p"}),
+]
+
+
+class NoopEndpoint:
+    def __init__(self, expected: int) -> None:
+        self.count = 0
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+        self._expected = expected
+
+    def info(self, messages: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self.count += len(messages)
+            if self.count >= self._expected:
+                self.done.set()
+
+
+def _targets(topic: str) -> list[oslo_messaging.Target]:
+    return [oslo_messaging.Target(topic=topic, exchange=e) for e in EXCHANGES]
+
+
+def _listener(rabbit_url: str, topic: str, pool: str, batch: int, endpoint: Any) -> Any:
+    conf = cfg.ConfigOpts()
+    conf([], project="tally-bench", default_config_files=[])
+    transport = oslo_messaging.get_notification_transport(conf, url=rabbit_url)
+    # the collector's default prefetch (2 x listener_batch_size)
+    conf.set_default("rabbit_qos_prefetch_count", 2 * batch, group="oslo_messaging_rabbit")
+    listener = oslo_messaging.get_batch_notification_listener(
+        transport, _targets(topic), [endpoint], executor="threading", allow_requeue=True,
+        pool=pool, batch_size=batch, batch_timeout=0.5)
+    return transport, listener
+
+
+def _declare_queue(rabbit_url: str, topic: str, pool: str, batch: int) -> None:
+    """Let oslo declare and bind the pool's queue, then leave it to fill."""
+    transport, listener = _listener(rabbit_url, topic, pool, batch, NoopEndpoint(1))
+    listener.start()
+    wait_until(lambda: queue_depth(rabbit_url, pool)[1] >= 1, 30, "the queue to exist")
+    listener.stop()
+    listener.wait()
+    transport.cleanup()
+
+
+def _backlog(rabbit_url: str, topic: str, pool: str, count: int) -> None:
+    publisher = WirePublisher(rabbit_url)
+    try:
+        for i in range(count):
+            exchange, event_type, publisher_id, payload = KINDS[i % len(KINDS)]
+            publisher.publish(exchange, topic, wire_message(
+                event_type, payload(i), {"project_id": "p"}, publisher_id, str(uuid.uuid4())))
+    finally:
+        publisher.close()
+    wait_until(lambda: queue_depth(rabbit_url, pool)[0] >= count, 60, "the backlog to settle")
+
+
+def run_baseline(rabbit_url: str, count: int, batch: int) -> float:
+    uid = uuid.uuid4().hex[:8]
+    topic, pool = f"bench-{uid}", f"bench-noop-{uid}"
+    try:
+        _declare_queue(rabbit_url, topic, pool, batch)
+        _backlog(rabbit_url, topic, pool, count)
+        endpoint = NoopEndpoint(count)
+        transport, listener = _listener(rabbit_url, topic, pool, batch, endpoint)
+        start = time.monotonic()
+        listener.start()
+        if not endpoint.done.wait(600):
+            raise RuntimeError(f"no-op listener saw {endpoint.count} of {count}")
+        elapsed = time.monotonic() - start
+        listener.stop()
+        listener.wait()
+        transport.cleanup()
+        return count / elapsed
+    finally:
+        delete_queues(rabbit_url, [pool, f"{topic}.info"])
+
+
+def run_collector(rabbit_url: str, reporting: ReportingServer, workdir: Path, count: int,
+                  batch: int) -> tuple[float, float]:
+    """(delivered rate: backlog into the API, consumed rate: backlog out of RabbitMQ)."""
+    uid = uuid.uuid4().hex[:8]
+    topic, pool, cloud = f"bench-{uid}", f"bench-collector-{uid}", f"bench-{uid}"
+    config = collector_config(
+        workdir / f"collector-{uid}.conf", cloud=cloud, transport_url=rabbit_url,
+        reporting_url=reporting.url, pool=pool, topic=topic,
+        buffer_dir=workdir / f"buffer-{uid}", exchanges=EXCHANGES,
+        listener_batch_size=batch)
+    engine = sa.create_engine(reporting.db_url)
+
+    def stored() -> int:
+        with engine.connect() as conn:
+            return int(conn.execute(
+                sa.text("SELECT count(*) FROM events WHERE cloud = :c"), {"c": cloud}).scalar_one())
+
+    collector = CollectorProcess(config, workdir / f"collector-{uid}.log")
+    try:
+        _declare_queue(rabbit_url, topic, pool, batch)
+        _backlog(rabbit_url, topic, pool, count)
+        collector.start()
+        wait_until(lambda: queue_depth(rabbit_url, pool)[1] >= 1, 60, "the collector to consume",
+                   step=0.02)
+        start = time.monotonic()
+        consumed_at = None
+        while True:
+            now = time.monotonic()
+            if consumed_at is None and queue_depth(rabbit_url, pool)[0] == 0:
+                consumed_at = now
+            if stored() >= count:
+                done_at = now
+                break
+            if now - start > 900:
+                raise RuntimeError(f"only {stored()} of {count} events stored")
+            time.sleep(0.05)
+        if stored() != count:
+            raise RuntimeError(f"{stored()} events stored for {count} notifications")
+        collector.terminate()
+        return count / (done_at - start), count / ((consumed_at or done_at) - start)
+    finally:
+        if collector.alive():
+            collector.kill()
+        engine.dispose()
+        delete_queues(rabbit_url, [pool, f"{topic}.info"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--count", type=int, default=20_000)
+    parser.add_argument("--batch", type=int, default=200, help="listener batch size (both)")
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+    rabbit_url = os.environ.get("TALLY_TEST_RABBIT_URL", "rabbit://guest:guest@127.0.0.1:5672/")
+    pg_url = os.environ.get("TALLY_TEST_PG_URL",
+                            "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+    name = f"tally_bench_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    db_url = sa.engine.make_url(pg_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        with tempfile.TemporaryDirectory(prefix="tally-bench-") as tmp:
+            workdir = Path(tmp)
+            (workdir / "reporting").mkdir()
+            reporting = ReportingServer(workdir / "reporting", db_url)
+            reporting.start()
+            try:
+                for round_no in range(1, args.rounds + 1):
+                    baseline = run_baseline(rabbit_url, args.count, args.batch)
+                    delivered, consumed = run_collector(
+                        rabbit_url, reporting, workdir, args.count, args.batch)
+                    print(f"round {round_no}: {args.count} notifications, batch {args.batch}")
+                    print(f"  no-op oslo batch listener : {baseline:9.0f} notifications/s")
+                    print(f"  tally-collector, consumed : {consumed:9.0f} notifications/s "
+                          f"(out of RabbitMQ into the disk buffer)")
+                    print(f"  tally-collector, delivered: {delivered:9.0f} notifications/s "
+                          f"(stored in the Reporting API)")
+                    print(f"  ratio delivered/no-op     : {delivered / baseline:9.2f} "
+                          f"(target >= 0.80)")
+                    print(f"  ratio consumed/no-op      : {consumed / baseline:9.2f}")
+                    sys.stdout.flush()
+            finally:
+                reporting.close()
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
