@@ -9,6 +9,7 @@ for it (:class:`Note`).  Nothing here does I/O; the same config gives the same w
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import uuid
@@ -137,16 +138,15 @@ def generate(config: WorldConfig) -> GeneratedWorld:
     users = {p.id: b.hexid() for p in projects}
     users[admin_project.id] = b.hexid()
     # A few big projects and a long tail, as real clouds have.
-    weights = [1.0 / (i + 1) ** 0.6 for i in range(n_projects)]
+    cumulative = list(itertools.accumulate(1.0 / (i + 1) ** 0.6 for i in range(n_projects)))
 
     counts = _type_counts(config.scale)
     for kind, count in counts.items():
         for born, death, pre in b.lifetimes(count):
-            project = rng.choices(projects, weights)[0]
+            project = rng.choices(projects, cum_weights=cumulative)[0]
             owner = (project.id, users[project.id])
             lifecycles.BUILDERS[kind](b, born, death, pre, owner, projects)
-    order = sorted(range(len(b.notes)), key=lambda i: (b.notes[i].at, b.notes[i].seq))
-    notes = [b.notes[i] for i in order]
+    notes = sorted(b.notes)  # by (at, seq): seq is unique, so nothing further is compared
     return GeneratedWorld(projects, admin_project, b.resources, notes)
 
 

@@ -8,8 +8,11 @@ durations are drawn from the seeded generator.
 
 from __future__ import annotations
 
+import bisect
+import functools
+import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from simcloud import model
@@ -19,6 +22,18 @@ if TYPE_CHECKING:
     from simcloud.generator import Project, _Builder
 
 Owner = tuple[str, str]
+
+
+@functools.lru_cache(maxsize=64)
+def _cumulative(weights: tuple[int, ...]) -> tuple[list[int], int]:
+    cum = list(itertools.accumulate(weights))
+    return cum, cum[-1]
+
+
+def _pick(rng: Any, options: Sequence[Any], weights: tuple[int, ...]) -> Any:
+    """``rng.choices(options, weights)[0]`` without rebuilding the cumulative weights."""
+    cum, total = _cumulative(weights)
+    return options[bisect.bisect_right(cum, rng.random() * total)]
 VOLUME_SIZES = (1, 5, 10, 20, 50, 100, 200, 500)
 VOLUME_SIZE_WEIGHTS = (5, 10, 20, 20, 15, 15, 10, 5)
 
@@ -48,7 +63,7 @@ def instance(b: _Builder, born: float, death: float | None, pre: bool, owner: Ow
         phases.append(Phase(at, vm, task, vm, project, flavor if size is None else size))
 
     if pre:
-        vm = rng.choices(("active", "stopped", "shelved_offloaded"), (80, 12, 8))[0]
+        vm = _pick(rng, ("active", "stopped", "shelved_offloaded"), (80, 12, 8))
         phase(born, vm, None)
         t = max(born, b.start)
     else:
@@ -72,9 +87,9 @@ def instance(b: _Builder, born: float, death: float | None, pre: bool, owner: Ow
             b.note(res, t, "compute.instance.delete.end")
             break
         if vm == "active":
-            op = rng.choices(("power_off", "resize", "shelve"), (40, 35, 25))[0]
+            op = _pick(rng, ("power_off", "resize", "shelve"), (40, 35, 25))
         elif vm == "stopped":
-            op = rng.choices(("power_on", "resize"), (80, 20))[0]
+            op = _pick(rng, ("power_on", "resize"), (80, 20))
         else:
             op = "unshelve"
         if op == "power_off":
@@ -116,8 +131,11 @@ def instance(b: _Builder, born: float, death: float | None, pre: bool, owner: Ow
     b.add(res)
 
 
+_PUBLIC_FLAVORS = [i for i, f in enumerate(model.FLAVORS) if f.is_public]
+
+
 def model_public_flavors() -> list[int]:
-    return [i for i, f in enumerate(model.FLAVORS) if f.is_public]
+    return _PUBLIC_FLAVORS
 
 
 def _resize(b: _Builder, res: Resource, phase: Callable[..., None], t: float, vm: str,
@@ -164,8 +182,8 @@ def volume(b: _Builder, born: float, death: float | None, pre: bool, owner: Owne
     rng = b.rng
     res = b.resource(model.VOLUME, born, owner, f"cinder-{rng.randrange(1, 9)}@lvmdriver-1#lvm")
     phases = res.phases
-    size = (rng.choices(VOLUME_SIZES, VOLUME_SIZE_WEIGHTS)[0],
-            rng.choices(range(len(model.VOLUME_TYPES)), (30, 40, 25, 5))[0])
+    size = (_pick(rng, VOLUME_SIZES, VOLUME_SIZE_WEIGHTS),
+            _pick(rng, range(len(model.VOLUME_TYPES)), (30, 40, 25, 5)))
     project = owner[0]
 
     def phase(at: float, status: str, state: str, attached: str | None = None) -> None:
@@ -177,7 +195,7 @@ def volume(b: _Builder, born: float, death: float | None, pre: bool, owner: Owne
               b.uuid() if in_use else None)
         t = max(born, b.start)
     else:
-        how = rng.choices(("create", "image", "manage"), (92, 6, 2))[0]
+        how = _pick(rng, ("create", "image", "manage"), (92, 6, 2))
         if how == "manage":
             phase(born, "managing", "managing")
             b.note(res, born, "volume.manage_existing.start")
@@ -212,8 +230,8 @@ def volume(b: _Builder, born: float, death: float | None, pre: bool, owner: Owne
             res.deleted_at = t
             b.note(res, t, "volume.delete.end")
             break
-        op = rng.choices(("attach", "extend", "retype", "transfer", "backup", "upload",
-                          "restore"), (30, 15, 10, 8, 12, 5, 5))[0]
+        op = _pick(rng, ("attach", "extend", "retype", "transfer", "backup", "upload",
+                          "restore"), (30, 15, 10, 8, 12, 5, 5))
         if op == "attach":
             server = b.uuid()
             phase(t, "reserved", "available", server)
@@ -243,7 +261,7 @@ def volume(b: _Builder, born: float, death: float | None, pre: bool, owner: Owne
             b.note(res, t, "volume.transfer.create.end")
             t += b.secs(60, 6 * 3600)
             b.note(res, t, "volume.transfer.accept.start")
-            project = rng.choice([p.id for p in projects if p.id != project] or [project])
+            project = _another_project(rng, projects, project)
             phase(t, "available", "available")
             b.note(res, t, "volume.transfer.accept.end")
         else:
@@ -253,6 +271,15 @@ def volume(b: _Builder, born: float, death: float | None, pre: bool, owner: Owne
             t += b.secs(30, 600)
             phase(t, "available", "available")
     b.add(res)
+
+
+def _another_project(rng: Any, projects: list[Project], current: str) -> str:
+    if len(projects) < 2:
+        return current
+    while True:  # O(1) expected, where filtering the list would be O(projects)
+        choice = rng.choice(projects).id
+        if choice != current:
+            return str(choice)
 
 
 # --- neutron ---------------------------------------------------------------------------
