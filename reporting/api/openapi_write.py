@@ -22,6 +22,10 @@ from reporting.api.openapi_doc import (
 )
 
 
+# Row ids are BIGINT.
+INT64 = {"type": "integer", "format": "int64", "minimum": -(2**63), "maximum": 2**63 - 1}
+
+
 def _result(statuses: list[str], id_member: str, id_schema: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "object",
@@ -57,7 +61,7 @@ _REJECTED_EVENT = {
     "additionalProperties": False,
     "required": ["id", "received_at", "cloud", "event_id", "reason", "raw", "replayed_at"],
     "properties": {
-        "id": {"type": "integer"},
+        "id": INT64,
         "received_at": INSTANT,
         "cloud": {"type": ["string", "null"]},
         "event_id": {"type": ["string", "null"]},
@@ -74,7 +78,7 @@ _REPLAY_RESULT = {
     "required": ["results", *_REPLAY_STATUSES],
     "properties": {
         "results": {"type": "array",
-                    "items": _result(_REPLAY_STATUSES, "id", {"type": "integer"})},
+                    "items": _result(_REPLAY_STATUSES, "id", INT64)},
         **{status: {"type": "integer", "minimum": 0} for status in _REPLAY_STATUSES},
     },
 }
@@ -130,7 +134,7 @@ SCHEMAS: dict[str, Any] = {
         "additionalProperties": False,
         "required": ["ids"],
         "properties": {"ids": {"type": "array", "minItems": 1, "maxItems": 1000,
-                               "items": {"type": "integer"}}},
+                               "items": INT64}},
     },
     "ReplayResult": _REPLAY_RESULT,
     "ResourceType": _RESOURCE_TYPE,
