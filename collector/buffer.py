@@ -204,12 +204,19 @@ class EventBuffer:
 
     def parked_items(self) -> list[dict[str, Any]]:
         """Everything parked, oldest first (for operators and tests)."""
-        records = []
+        return [record for _, record in self.parked_entries()]
+
+    def parked_entries(self) -> list[tuple[int, dict[str, Any]]]:
+        """(key, record) of everything parked, oldest first."""
+        entries = []
         for key in self._parked.iterkeys():
             value = self._parked.get(key)
             if value is not None:
-                records.append(json.loads(value))
-        return records
+                entries.append((key, json.loads(value)))
+        return entries
+
+    def drop_parked(self, key: int) -> None:
+        self._parked.delete(key)
 
     def oldest_age(self, now: float | None = None) -> float:
         """Seconds since the oldest buffered item was written (0 when empty)."""
