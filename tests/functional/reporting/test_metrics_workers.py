@@ -1,0 +1,78 @@
+"""/metrics under a real tally-reporting with 2 gunicorn workers: counters incremented
+in different worker processes all show up, whichever worker answers the scrape."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import uuid
+from pathlib import Path
+
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.unit.reporting.fixtures import auth, start_server, write_config
+
+_ids = itertools.count()
+
+
+def _event(cloud: str) -> dict[str, object]:
+    return {
+        "event_id": f"metrics-{cloud}-{next(_ids)}", "event_type": "compute.instance.create.end",
+        "platform": "openstack", "cloud": cloud, "resource_type": "instance",
+        "resource_id": uuid.uuid4().hex, "project_id": "p", "timestamp": "2026-01-01T00:00:00Z",
+        "source": "collector", "payload": {"state": "active"},
+    }
+
+
+def _post_one(base_url: str, cloud: str) -> int:
+    # A new connection per request, so the workers' accept() calls share them out.
+    response = requests.post(base_url + "/v1/events", json={"events": [_event(cloud)]},
+                             headers={**auth("ingest"), "Connection": "close"}, timeout=30)
+    assert response.status_code == 200
+    return int(response.json()["stored"])
+
+
+def _stored(base_url: str, cloud: str) -> float:
+    text = requests.get(base_url + "/metrics", timeout=30).text
+    for family in text_string_to_metric_families(text):
+        if family.name == "tally_ingest_events":
+            return sum(s.value for s in family.samples if s.name.endswith("_total")
+                       and s.labels == {"cloud": cloud, "source": "collector",
+                                        "outcome": "stored"})
+    return 0.0
+
+
+def _worker_files(tmp: Path, master_pid: int) -> set[str]:
+    """Per-process counter files of the workers (the master serves no request)."""
+    files = set()
+    for directory in tmp.glob("tally-reporting-metrics-*"):
+        for path in directory.glob("counter_*.db"):
+            if path.stem != f"counter_{master_pid}":
+                files.add(path.stem)
+    return files
+
+
+def test_counters_of_every_worker_are_exposed(db_url: str, tokens_file: str,
+                                              tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    server = start_server(
+        write_config(tmp_path / "reporting.conf", db_url, tokens_file, api={"workers": 2}),
+        tmp_path / "reporting.log", env={"TMPDIR": str(tmp)},
+    )
+    cloud = "metrics-" + uuid.uuid4().hex[:8]
+    stored = 0
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+            # Bounded: rounds of concurrent requests until both workers have counted.
+            for _round in range(50):
+                stored += sum(pool.map(lambda _: _post_one(server.base_url, cloud), range(32)))
+                if len(_worker_files(tmp, server.process.pid)) >= 2:
+                    break
+        assert len(_worker_files(tmp, server.process.pid)) >= 2, "one worker took every request"
+        # Each scrape may be answered by either worker: every one sees the total.
+        for _scrape in range(8):
+            assert _stored(server.base_url, cloud) == stored
+    finally:
+        server.stop()
