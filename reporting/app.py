@@ -30,9 +30,9 @@ def create_app(conf: cfg.ConfigOpts) -> Flask:
 def _register_blueprints(app: Flask, conf: cfg.ConfigOpts) -> None:
     # Each feature module exposes ``bp`` (a Blueprint) and, where it needs start-up
     # work, ``init_app(app, conf)``.  Add one line per module.
-    from reporting.api import health, resources, usage  # read side
+    from reporting.api import health, openapi, resources, usage  # read side
 
-    for read_side in (health, resources, usage):
+    for read_side in (health, openapi, resources, usage):
         app.register_blueprint(read_side.bp)
     from reporting.api import events, rejected, resource_types  # write side
     events.init_app(app, conf)  # write side
