@@ -21,7 +21,6 @@ from reporting.api.openapi_doc import (
     ref,
 )
 
-
 # Row ids are BIGINT.
 INT64 = {"type": "integer", "format": "int64", "minimum": -(2**63), "maximum": 2**63 - 1}
 
