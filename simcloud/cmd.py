@@ -2,6 +2,8 @@
 
     tally-simcloud serve --seed N --scale N --bind HOST:PORT --write-clouds-yaml PATH
                          [--transport-url URL --loss P --duplicate P --reorder]
+    tally-simcloud drive --sim-url URL [--reporting-url URL --cloud NAME --token-file F]
+                         [--step-s 600 --until T]
 """
 
 from __future__ import annotations
@@ -10,8 +12,12 @@ import argparse
 import datetime as dt
 import logging
 import sys
+from pathlib import Path
 
-from mapping.event import TimestampError, parse_timestamp
+import requests
+
+from mapping.event import TimestampError, format_timestamp, parse_timestamp
+from simcloud import driver
 from simcloud.config import ConfigError, WorldConfig
 from simcloud.server import SimCloudServer
 
@@ -68,6 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--ownerless-images", type=_probability, default=0.0,
                        help="fraction of images created without an owner")
     serve.add_argument("--debug", action="store_true")
+
+    drive = sub.add_parser("drive", help="step a served world's clock, syncing after each step")
+    drive.add_argument("--sim-url", required=True, help="base URL of tally-simcloud serve")
+    drive.add_argument("--reporting-url", help="Reporting API to trigger syncs on")
+    drive.add_argument("--cloud", help="the cloud's name in Tally (with --reporting-url)")
+    drive.add_argument("--token-file", help="file holding an admin bearer token of the API")
+    drive.add_argument("--step-s", type=float, default=600.0,
+                       help="virtual seconds per step (default 600: a sync every 10 minutes)")
+    drive.add_argument("--until", type=_instant, help="stop here (default: the month's end)")
+    drive.add_argument("--debug", action="store_true")
     return parser
 
 
@@ -75,6 +91,42 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    if args.command == "drive":
+        return _drive(args)
+    return _serve(args)
+
+
+def _drive(args: argparse.Namespace) -> int:
+    if args.reporting_url and not args.cloud:
+        print("tally-simcloud drive: --reporting-url needs --cloud", file=sys.stderr)
+        return 2
+    token = None
+    if args.token_file:
+        try:
+            token = Path(args.token_file).read_text().strip()
+        except OSError as exc:
+            print(f"tally-simcloud drive: cannot read --token-file: {exc}", file=sys.stderr)
+            return 2
+    clock = driver.HttpClock(args.sim_url)
+    try:
+        until = args.until or parse_timestamp(requests.get(
+            args.sim_url.rstrip("/") + "/_sim/clock", timeout=60).json()["end"])
+        sync = driver.http_sync(args.reporting_url, args.cloud, token) \
+            if args.reporting_url else None
+        failed = 0
+        for step in driver.drive(clock, sync, until=until,
+                                 step=dt.timedelta(seconds=args.step_s)):
+            status = step.sync.status if step.sync is not None else "-"
+            failed += step.sync is not None and step.sync.status != 200
+            LOG.info("clock %s: %s notifications sent; sync %s", format_timestamp(step.at),
+                     step.moved.get("sent"), status)
+    except (requests.RequestException, ValueError, KeyError) as exc:
+        print(f"tally-simcloud drive: {exc}", file=sys.stderr)
+        return 1
+    return 1 if failed else 0
+
+
+def _serve(args: argparse.Namespace) -> int:
     try:
         config = WorldConfig(seed=args.seed, scale=args.scale, start=args.start, days=args.days,
                              empty_start=args.empty_start, loss=args.loss,

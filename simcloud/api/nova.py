@@ -111,6 +111,9 @@ def versions() -> Response:
 
 @bp.get("/v2.1")
 def version() -> Response:
+    if not request.path.endswith("/"):
+        # nova's router redirects '' to '/' (after keystonemiddleware has let it in)
+        return Response(status=302, headers={"Location": f"{common.base_url()}/compute/v2.1/"})
     return common.json_response({"version": _version_entry(common.base_url())})
 
 
@@ -164,7 +167,8 @@ def servers_detail(project_id: str | None = None) -> Response:
     page_size = min(limit if limit is not None else MAX_LIMIT, MAX_LIMIT)
     project_filter = args.get("project_id") or args.get("tenant_id")
     scope = None if all_tenants and tok.is_admin else tok.project_id
-    if scope is None and project_filter:
+    if project_filter and tok.is_admin and (all_tenants or "all_tenants" not in args):
+        # an admin's project filter implies all_tenants unless it is explicitly off
         scope = project_filter
     w = common.world()
     now = w.now

@@ -1,0 +1,90 @@
+"""The driver loop and the tally-simcloud command line."""
+
+from __future__ import annotations
+
+import datetime as dt
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests_mock
+import yaml
+
+from simcloud import cmd, driver
+from simcloud.config import WorldConfig
+from simcloud.server import running_simcloud
+from simcloud.world import World
+
+REPORTING = "http://reporting.invalid:8779"
+
+
+def test_drive_steps_the_clock_and_tells_each_sync_its_instant(tmp_path) -> None:
+    with running_simcloud(WorldConfig(seed=5, scale=40)) as sim, \
+            requests_mock.Mocker(real_http=True) as mock:
+        mock.post(f"{REPORTING}/internal/sync/sim", [
+            {"json": {"status": "completed"}}, {"status_code": 500, "json": {"id": "r2"}},
+            {"json": {"status": "completed"}}])
+        clock = driver.HttpClock(sim.base_url)
+        sync = driver.http_sync(REPORTING, "sim", token="s3cret")
+        until = sim.world.config.start + dt.timedelta(minutes=25)
+        steps = list(driver.drive(clock, sync, until=until))
+        assert [s.at for s in steps] == [sim.world.config.start + dt.timedelta(minutes=m)
+                                         for m in (10, 20, 25)]
+        assert [s.sync.status for s in steps if s.sync] == [200, 500, 200]
+        assert sim.world.clock == until
+        told = [parse_qs(urlsplit(r.url).query)["at"][0] for r in mock.request_history
+                if r.url.startswith(REPORTING)]
+        assert told == ["2026-11-01T00:10:00.000000Z", "2026-11-01T00:20:00.000000Z",
+                        "2026-11-01T00:25:00.000000Z"]
+        assert all(r.headers["Authorization"] == "Bearer s3cret" for r in mock.request_history
+                   if r.url.startswith(REPORTING))
+
+
+def test_drive_in_process_without_syncs() -> None:
+    world = World(WorldConfig(seed=5, scale=40))
+    steps = list(driver.drive(driver.WorldClock(world), None,
+                              until=world.config.start + dt.timedelta(hours=1),
+                              step=dt.timedelta(minutes=30)))
+    assert len(steps) == 2 and steps[-1].sync is None
+    with pytest.raises(ValueError, match="positive"):
+        list(driver.drive(driver.WorldClock(world), None, until=world.config.end,
+                          step=dt.timedelta(0)))
+
+
+def test_drive_command_exit_code(tmp_path) -> None:
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    with running_simcloud(WorldConfig(seed=5, scale=20)) as sim, \
+            requests_mock.Mocker(real_http=True) as mock:
+        mock.post(f"{REPORTING}/internal/sync/sim", json={"status": "completed"})
+        args = ["drive", "--sim-url", sim.base_url, "--reporting-url", REPORTING,
+                "--cloud", "sim", "--token-file", str(token), "--step-s", "3600",
+                "--until", "2026-11-01T03:00:00Z"]
+        assert cmd.main(args) == 0
+        assert sum(r.url.startswith(REPORTING) for r in mock.request_history) == 3
+        mock.post(f"{REPORTING}/internal/sync/sim", status_code=500, json={"id": "x"})
+        assert cmd.main(args[:-1] + ["2026-11-01T04:00:00Z"]) == 1
+    assert cmd.main(["drive", "--sim-url", "http://x.invalid", "--reporting-url",
+                     REPORTING]) == 2
+
+
+@pytest.mark.parametrize("argv", [
+    ["serve", "--loss", "2"],
+    ["serve", "--bind", "localhost"],
+    ["serve", "--start", "2026-11-01"],
+    ["serve", "--scale", "ten"],
+])
+def test_serve_refuses_bad_options(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cmd.main(argv)
+    assert exc.value.code == 2
+
+
+def test_clouds_yaml_entries(tmp_path) -> None:
+    with running_simcloud(WorldConfig(seed=5, scale=20)) as sim:
+        path = sim.write_clouds_yaml(tmp_path / "deep" / "clouds.yaml")
+        clouds = yaml.safe_load(path.read_text())["clouds"]
+        assert set(clouds) == {"sim-admin", "sim-member", "sim-admin-readonly"}
+        assert clouds["sim-admin"]["auth"]["auth_url"] == f"{sim.base_url}/identity/v3"
+        assert clouds["sim-member"]["auth"]["project_name"] == "demo"
+        assert clouds["sim-admin-readonly"]["auth_type"] == "v3applicationcredential"
+        assert path.stat().st_mode & 0o777 == 0o600
