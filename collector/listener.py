@@ -116,6 +116,7 @@ class NotificationEndpoint:
         self._lock = threading.Lock()
         self._attempts: OrderedDict[str, int] = OrderedDict()
         self._consecutive_failures = 0
+        self._holding = 0  # batches waiting for room in the buffer
 
     # oslo calls the method named after the priority; only INFO is consumed.
     def info(self, messages: list[dict[str, Any]]) -> NotificationResult:
@@ -143,16 +144,23 @@ class NotificationEndpoint:
     def _wait_for_room(self) -> bool:
         if not self._buffer.is_full():
             return True
-        LOG.warning("Buffer holds %d events (limit %d): holding back acknowledgements",
-                    self._buffer.depth(), self._buffer.max_items)
-        self._metrics.backpressure.set(1)
+        with self._lock:
+            self._holding += 1
+            if self._holding == 1:
+                LOG.warning("Buffer holds %d events (limit %d): holding back "
+                            "acknowledgements", self._buffer.depth(), self._buffer.max_items)
+                self._metrics.backpressure.set(1)
         try:
             while self._buffer.is_full():
                 if self._stop.wait(_FULL_BUFFER_POLL_S):
                     return False
             return True
         finally:
-            self._metrics.backpressure.set(0)
+            with self._lock:
+                self._holding -= 1
+                if self._holding == 0:
+                    LOG.info("Buffer has room again (%d events)", self._buffer.depth())
+                    self._metrics.backpressure.set(0)
 
     def _map(self, message: dict[str, Any]) -> tuple[str, str, str] | None:
         """(attempt key, oslo type, JSON) for a booked notification, None when skipped

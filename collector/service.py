@@ -59,6 +59,12 @@ class Collector:
         self._delivery_thread = threading.Thread(
             target=self.delivery.run, args=(self.stopping, self.written),
             name="tally-delivery", daemon=True)
+        # listener.start() blocks while RabbitMQ is unreachable (oslo retries the
+        # connection), so it runs in its own thread and SIGTERM still ends the process.
+        self._listener_thread = threading.Thread(
+            target=self._start_listener, name="tally-listener-start", daemon=True)
+        self._state_lock = threading.Lock()
+        self._listening = False
 
     @staticmethod
     def _default_prefetch(conf: cfg.ConfigOpts) -> None:
@@ -83,19 +89,40 @@ class Collector:
             LOG.warning("%d items are parked in %s/parked and will not be delivered "
                         "until an operator requeues them", parked, self.buffer.directory)
         self._delivery_thread.start()
+        self._listener_thread.start()
+
+    def _start_listener(self) -> None:
         self.listener.start()
+        with self._state_lock:
+            self._listening = True
+            raced_with_stop = self.stopping.is_set()
+        if raced_with_stop:
+            self.listener.stop()
+            self.listener.wait()
+        else:
+            LOG.info("Consuming notifications")
+
+    @property
+    def listening(self) -> bool:
+        with self._state_lock:
+            return self._listening
 
     def stop(self) -> None:
         """Stop consuming, finish in-flight batches and their acks, stop delivering."""
         LOG.info("Stopping: finishing in-flight notifications")
-        self.stopping.set()
-        self.listener.stop()
-        self.listener.wait()
+        with self._state_lock:
+            self.stopping.set()
+            listening = self._listening
+        if listening:
+            self.listener.stop()
+            self.listener.wait()
+        else:
+            LOG.warning("Stopping before RabbitMQ was reached: nothing was consumed")
         self.written.set()
         self._delivery_thread.join(timeout=self.conf.collector.request_timeout_s + 5)
         if self.metrics_server is not None:
             self.metrics_server.stop()
-        if self._own_transport:
+        if self._own_transport and listening:
             self.transport.cleanup()
         self.buffer.close()
         LOG.info("Stopped; %s", "delivery thread still busy" if

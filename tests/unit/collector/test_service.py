@@ -1,0 +1,61 @@
+"""The assembled collector: prefetch default, metrics endpoint, start and stop."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import oslo_messaging
+import pytest
+import requests
+from oslo_config import cfg
+
+from collector.service import Collector
+
+
+@pytest.fixture
+def rabbit_transport(conf: cfg.ConfigOpts) -> Iterator[Any]:
+    # Building the transport and the listener does not connect.
+    transport = oslo_messaging.get_notification_transport(
+        conf, url="rabbit://guest:guest@127.0.0.1:1/")
+    yield transport
+    transport.cleanup()
+
+
+def test_prefetch_is_bounded_by_default(conf: cfg.ConfigOpts, rabbit_transport: Any) -> None:
+    conf.set_override("listener_batch_size", 150, group="collector")
+    collector = Collector(conf, transport=rabbit_transport, environ={})
+    try:
+        assert conf.oslo_messaging_rabbit.rabbit_qos_prefetch_count == 300
+    finally:
+        collector.buffer.close()
+
+
+def test_an_operator_prefetch_is_kept(conf: cfg.ConfigOpts, rabbit_transport: Any) -> None:
+    conf.set_override("rabbit_qos_prefetch_count", 7, group="oslo_messaging_rabbit")
+    collector = Collector(conf, transport=rabbit_transport, environ={})
+    try:
+        assert conf.oslo_messaging_rabbit.rabbit_qos_prefetch_count == 7
+    finally:
+        collector.buffer.close()
+
+
+def test_start_serves_metrics_and_stop_is_clean(conf: cfg.ConfigOpts) -> None:
+    conf.set_override("metrics_bind", "127.0.0.1:0", group="collector")
+    conf.set_override("pool", f"unit-{uuid.uuid4().hex[:8]}", group="collector")
+    transport = oslo_messaging.get_notification_transport(conf, url="fake:")
+    collector = Collector(conf, transport=transport, environ={"TALLY_OSC_CLOUD": "env-cloud"})
+    try:
+        assert collector.cloud == "env-cloud"
+        collector.start()
+        assert collector.metrics_server is not None
+        text = requests.get(f"http://127.0.0.1:{collector.metrics_server.port}/metrics",
+                            timeout=5).text
+        for name in ("tally_collector_buffer_depth", "tally_collector_buffer_oldest_age_seconds",
+                     "tally_collector_parked_depth", "tally_collector_backpressure"):
+            assert f"\n{name} " in text
+    finally:
+        collector.stop()
+        transport.cleanup()
+    assert collector.stopping.is_set()
