@@ -18,7 +18,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from reporting import fold
+from reporting import fold, pg_batch
 from reporting.db.models import CurrentResource, Event, ResourceInterval
 
 ResourceKey = tuple[str, str, str, str]  # (platform, cloud, resource_type, resource_id)
@@ -26,8 +26,8 @@ ResourceKey = tuple[str, str, str, str]  # (platform, cloud, resource_type, reso
 _CR = cast(sa.Table, CurrentResource.__table__)
 _RI = cast(sa.Table, ResourceInterval.__table__)
 _EV = cast(sa.Table, Event.__table__)
-_CR_KEY = sa.tuple_(_CR.c.platform, _CR.c.cloud, _CR.c.resource_type, _CR.c.resource_id)
 _RI_KEY = sa.tuple_(_RI.c.platform, _RI.c.cloud, _RI.c.resource_type, _RI.c.resource_id)
+_KEY_NAMES = ["platform", "cloud", "resource_type", "resource_id"]
 # Bounds the bind parameters of one tuple-IN (4 per key) on every dialect.
 _CHUNK = 500
 
@@ -80,16 +80,40 @@ def _state_of(row: Any) -> fold.ResourceState:
     )
 
 
+def _state_values(state: fold.ResourceState) -> dict[str, Any]:
+    # Not dataclasses.asdict: its recursive deep copy costs more than the fold itself.
+    return {
+        "project_id": state.project_id,
+        "state": state.state,
+        "size": state.size,
+        "live": state.live,
+        "created_at": state.created_at,
+        "deleted_at": state.deleted_at,
+        "last_event_at": state.last_event_at,
+        "last_event_id": state.last_event_id,
+        "last_event_seq": state.last_event_seq,
+    }
+
+
 def _row_values(key: ResourceKey, state: fold.ResourceState) -> dict[str, Any]:
-    values = dataclasses.asdict(state)
+    values = _state_values(state)
     values.update(zip(("platform", "cloud", "resource_type", "resource_id"), key, strict=True))
     return values
 
 
 def _interval_values(key: ResourceKey, interval: fold.Interval) -> dict[str, Any]:
-    values = dataclasses.asdict(interval)
-    values.update(zip(("platform", "cloud", "resource_type", "resource_id"), key, strict=True))
-    return values
+    return {
+        "platform": key[0],
+        "cloud": key[1],
+        "resource_type": key[2],
+        "resource_id": key[3],
+        "start": interval.start,
+        "end": interval.end,
+        "project_id": interval.project_id,
+        "state": interval.state,
+        "size": interval.size,
+        "event_id": interval.event_id,
+    }
 
 
 @dataclasses.dataclass
@@ -104,18 +128,28 @@ class _Writes:
     replayed: list[ResourceKey] = dataclasses.field(default_factory=list)
 
     def flush(self, session: Session) -> None:
+        postgres = session.get_bind().dialect.name == "postgresql"
         if self.dropped_interval_ids:
             session.execute(_RI.delete().where(_RI.c.id.in_(self.dropped_interval_ids)))
-        for chunk in _chunks(self.replayed):
-            session.execute(_RI.delete().where(_RI_KEY.in_(chunk)))
+        if self.replayed and postgres:
+            pg_batch.delete_by_keys(session, _RI, _KEY_NAMES, self.replayed)
+        elif self.replayed:
+            for chunk in _chunks(self.replayed):
+                session.execute(_RI.delete().where(_RI_KEY.in_(chunk)))
+        if postgres:
+            self._flush_postgres(session)
+            return
         if self.ended_intervals:
             session.execute(
                 _RI.update().where(_RI.c.id == sa.bindparam("b_id")),
-                self.ended_intervals,
+                [{"b_id": r["id"], "end": r["end"]} for r in self.ended_intervals],
             )
         if self.new_intervals:
             session.execute(_RI.insert(), self.new_intervals)
         if self.changed_rows:
+            for row in self.changed_rows:
+                for name in _KEY_NAMES:
+                    row[f"b_{name}"] = row.pop(name)
             session.execute(
                 _CR.update().where(
                     _CR.c.platform == sa.bindparam("b_platform"),
@@ -128,21 +162,21 @@ class _Writes:
         if self.new_rows:
             session.execute(_CR.insert(), self.new_rows)
 
-
-def _changed_row(key: ResourceKey, state: fold.ResourceState) -> dict[str, Any]:
-    values = dataclasses.asdict(state)
-    for name, part in zip(("platform", "cloud", "resource_type", "resource_id"), key, strict=True):
-        values[f"b_{name}"] = part
-    return values
+    def _flush_postgres(self, session: Session) -> None:
+        if self.ended_intervals:
+            pg_batch.update(session, _RI, self.ended_intervals, key=["id"])
+        if self.new_intervals:
+            pg_batch.insert(session, _RI, self.new_intervals)
+        if self.changed_rows:
+            pg_batch.update(session, _CR, self.changed_rows, key=_KEY_NAMES)
+        if self.new_rows:
+            pg_batch.insert(session, _CR, self.new_rows)
 
 
 def project(session: Session, new_events: Mapping[ResourceKey, list[fold.FoldEvent]]) -> None:
     """Fold ``new_events`` (just inserted, resources locked) into the projection."""
     keys = sorted(new_events)
-    rows: dict[ResourceKey, Any] = {}
-    for chunk in _chunks(keys):
-        for found in session.execute(sa.select(_CR).where(_CR_KEY.in_(chunk))):
-            rows[_key_of(found)] = found
+    rows = {_key_of(found): found for found in _select_by_keys(session, _CR, keys)}
     incremental: list[ResourceKey] = []
     writes = _Writes()
     for key in keys:
@@ -159,11 +193,27 @@ def project(session: Session, new_events: Mapping[ResourceKey, list[fold.FoldEve
 
 
 def _open_intervals(session: Session, keys: Sequence[ResourceKey]) -> dict[ResourceKey, Any]:
-    found: dict[ResourceKey, Any] = {}
+    return {
+        _key_of(interval): interval
+        for interval in _select_by_keys(session, _RI, keys, open_only=True)
+    }
+
+
+def _select_by_keys(
+    session: Session, table: sa.Table, keys: Sequence[ResourceKey], *, open_only: bool = False
+) -> list[Any]:
+    if not keys:
+        return []
+    if session.get_bind().dialect.name == "postgresql":
+        where = 't."end" IS NULL' if open_only else ""
+        return pg_batch.select_by_keys(session, table, _KEY_NAMES, keys, where)
+    key = sa.tuple_(*(table.c[name] for name in _KEY_NAMES))
+    found: list[Any] = []
     for chunk in _chunks(keys):
-        query = sa.select(_RI).where(_RI_KEY.in_(chunk), _RI.c.end.is_(None))
-        for interval in session.execute(query):
-            found[_key_of(interval)] = interval
+        query = sa.select(table).where(key.in_(chunk))
+        if open_only:
+            query = query.where(table.c.end.is_(None))
+        found.extend(session.execute(query))
     return found
 
 
@@ -196,7 +246,7 @@ def _extend(
     for interval in intervals:
         if open_row is not None and interval.event_id == open_row.event_id:
             if interval.end is not None:
-                writes.ended_intervals.append({"b_id": open_row.id, "end": interval.end})
+                writes.ended_intervals.append({"id": open_row.id, "end": interval.end})
         else:
             writes.new_intervals.append(_interval_values(key, interval))
     if open_row is not None and all(i.event_id != open_row.event_id for i in intervals):
@@ -204,7 +254,7 @@ def _extend(
     if row is None:
         writes.new_rows.append(_row_values(key, state))
     else:
-        writes.changed_rows.append(_changed_row(key, state))
+        writes.changed_rows.append(_row_values(key, state))
 
 
 def history(session: Session, key: ResourceKey) -> list[fold.FoldEvent]:
@@ -238,6 +288,6 @@ def _replay(session: Session, key: ResourceKey, writes: _Writes, *, exists: bool
     writes.replayed.append(key)
     writes.new_intervals.extend(_interval_values(key, i) for i in intervals)
     if exists:
-        writes.changed_rows.append(_changed_row(key, state))
+        writes.changed_rows.append(_row_values(key, state))
     else:
         writes.new_rows.append(_row_values(key, state))

@@ -1,0 +1,252 @@
+"""Ingest throughput and the cost of a late event's fold, on PostgreSQL.
+
+1. Starts ``tally-reporting`` (2 gunicorn workers) on a fresh database, posts
+   ``--events`` events in batches of 1000 (one client per worker), and in the same run
+   inserts the same rows with a plain ``INSERT ... ON CONFLICT (event_id) DO NOTHING``
+   from Python into a copy of the events table in the same database.  Prints both
+   rates and their ratio (the target is >= 0.5: validation, dedupe and the fold
+   included).
+2. Folds late events (each sorting before its resource's newest event, so the
+   resource's history is replayed) into a database holding 10,000 other events and
+   into one holding 1,000,000, and prints the median cost of each and their ratio
+   (the fold reads one resource's history, so the ratio should stay near 1).
+
+Usage: python bench/ingest.py [--pg-url postgresql+psycopg://postgres@127.0.0.1/postgres]
+       [--events 40000] [--small 10000] [--large 1000000] [--target URL --token T]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import requests
+import sqlalchemy as sa
+
+from reporting.db import migrations
+from reporting.db.engine import make_engine, make_sessionmaker
+from reporting.ingest import ingest_events
+
+BATCH = 1000
+T0 = dt.datetime(2026, 1, 1)
+
+
+def make_events(count: int, tag: str) -> list[dict[str, Any]]:
+    """``count`` events over count/4 instances: create, resize, power off, delete."""
+    kinds = ["compute.instance.create.end", "compute.instance.resize.confirm.end",
+             "compute.instance.power_off", "compute.instance.delete.end"]
+    events = []
+    for n in range(count):
+        resource, step = divmod(n, len(kinds))
+        kind = kinds[step]
+        payload: dict[str, Any] = {}
+        if step < 3:
+            payload = {"state": "shutoff" if step == 2 else "active",
+                       "size": {"vcpus": step + 1, "ram_gb": 2.0, "disk_gb": 20, "flavor": "m1"}}
+        events.append({
+            "event_id": f"{tag}-{n}",
+            "event_type": kind,
+            "platform": "openstack",
+            "cloud": "bench",
+            "resource_type": "instance",
+            "resource_id": f"{tag}-vm-{resource}",
+            "project_id": f"p{resource % 50}",
+            "timestamp": (T0 + dt.timedelta(seconds=n)).isoformat() + "Z",
+            "source": "collector",
+            "payload": payload,
+        })
+    return events
+
+
+@contextmanager
+def fresh_database(admin_url: str) -> Iterator[str]:
+    name = f"tally_bench_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        url = sa.engine.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+        migrations.upgrade(url)
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@contextmanager
+def server(url: str, workdir: Path) -> Iterator[tuple[str, str]]:
+    token = uuid.uuid4().hex
+    (workdir / "tokens.yaml").write_text(f"{token}: ingest\n")
+    config = workdir / "reporting.conf"
+    config.write_text(
+        f"[database]\nconnection = {url}\n"
+        f"[api]\nbind = 127.0.0.1:0\nworkers = 2\nauth_strategy = token\n"
+        f"tokens_file = {workdir / 'tokens.yaml'}\n"
+    )
+    log = workdir / "reporting.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "reporting.cmd.serve", "--config-file", str(config)],
+            stdout=sink, stderr=subprocess.STDOUT,
+        )
+    try:
+        for _ in range(600):
+            found = re.search(rb"Listening at: (http://[\d.]+:\d+)", log.read_bytes())
+            if found:
+                break
+            if process.poll() is not None:
+                raise SystemExit(f"tally-reporting exited: {log.read_text()}")
+            time.sleep(0.1)
+        else:
+            raise SystemExit("tally-reporting did not start")
+        time.sleep(1.0)  # let both workers boot
+        yield found.group(1).decode(), token
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+
+
+def post_all(base_url: str, token: str, events: list[dict[str, Any]], clients: int = 2) -> float:
+    """Events per second posting ``events`` in batches of 1000 from ``clients`` threads."""
+    batches = [events[i : i + BATCH] for i in range(0, len(events), BATCH)]
+    failures: list[str] = []
+
+    def client(mine: list[list[dict[str, Any]]]) -> None:
+        with requests.Session() as http:
+            for batch in mine:
+                response = http.post(f"{base_url}/v1/events", json={"events": batch},
+                                     headers={"Authorization": f"Bearer {token}"}, timeout=300)
+                if response.status_code != 200 or response.json()["stored"] != len(batch):
+                    failures.append(response.text[:300])
+
+    threads = [threading.Thread(target=client, args=(batches[n::clients],)) for n in range(clients)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - start
+    if failures:
+        raise SystemExit(f"ingest failed: {failures[0]}")
+    return len(events) / elapsed
+
+
+def plain_insert(url: str, events: list[dict[str, Any]]) -> float:
+    """Events per second of INSERT ... ON CONFLICT DO NOTHING into a copy of ``events``."""
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE bench_events (LIKE events INCLUDING ALL)"))
+    table = sa.Table("bench_events", sa.MetaData(), autoload_with=engine)
+    from sqlalchemy.dialects import postgresql
+
+    stmt = postgresql.insert(table).on_conflict_do_nothing(index_elements=["event_id"])
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    rows = [
+        {**{k: v for k, v in e.items() if k != "timestamp"},
+         "timestamp": dt.datetime.fromisoformat(e["timestamp"][:-1]), "received_at": now}
+        for e in events
+    ]
+    start = time.perf_counter()
+    for i in range(0, len(rows), BATCH):
+        with engine.begin() as conn:
+            conn.execute(stmt, rows[i : i + BATCH])
+    elapsed = time.perf_counter() - start
+    engine.dispose()
+    return len(rows) / elapsed
+
+
+def fill_other_events(url: str, count: int) -> None:
+    """``count`` events of other resources, written in bulk by PostgreSQL itself."""
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO events (event_id, event_type, platform, cloud, resource_type, "
+            "resource_id, project_id, timestamp, source, payload, received_at) "
+            "SELECT 'other-' || g, 'compute.instance.create.end', 'openstack', 'bench', "
+            "'instance', 'other-vm-' || (g / 4), 'p1', "
+            "TIMESTAMP '2026-01-01' + g * INTERVAL '1 second', 'collector', "
+            "CAST('{\"state\": \"active\"}' AS json), now() "
+            "FROM generate_series(1, :count) AS g"
+        ), {"count": count})
+        conn.execute(sa.text("ANALYZE events"))
+    engine.dispose()
+
+
+def late_fold_cost(url: str, samples: int = 40, history: int = 20) -> float:
+    """Median seconds of ingesting one late event of a resource with ``history`` events."""
+    engine = make_engine(url)
+    factory = make_sessionmaker(engine)
+    costs = []
+    for sample in range(samples):
+        resource = f"late-vm-{sample}"
+        base = T0 + dt.timedelta(days=400)
+
+        def item(n: int, at: dt.datetime, resource: str = resource) -> dict[str, Any]:
+            return {
+                "event_id": f"{resource}-{n}", "event_type": "compute.instance.resize.confirm.end",
+                "platform": "openstack", "cloud": "bench", "resource_type": "instance",
+                "resource_id": resource, "project_id": "p1",
+                "timestamp": at.isoformat() + "Z", "source": "collector",
+                "payload": {"state": "active"},
+            }
+
+        ingest_events(factory, [item(n, base + dt.timedelta(minutes=n)) for n in range(history)],
+                      require_size_schema=False)
+        late = item(history, base + dt.timedelta(seconds=30))  # between the 1st and 2nd
+        start = time.perf_counter()
+        (result,) = ingest_events(factory, [late], require_size_schema=False)
+        costs.append(time.perf_counter() - start)
+        assert result.status == "stored"
+    engine.dispose()
+    return statistics.median(costs)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pg-url", default=os.environ.get(
+        "TALLY_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument("--events", type=int, default=40_000)
+    parser.add_argument("--small", type=int, default=10_000)
+    parser.add_argument("--large", type=int, default=1_000_000)
+    args = parser.parse_args()
+    if args.events < 40_000:
+        print("note: fewer than 40,000 events make a noisy figure", file=sys.stderr)
+
+    events = make_events(args.events, "ev")
+    with fresh_database(args.pg_url) as url, tempfile.TemporaryDirectory() as workdir:
+        with server(url, Path(workdir)) as (base_url, token):
+            api_rate = post_all(base_url, token, events)
+        baseline_rate = plain_insert(url, events)
+    print(f"ingest via tally-reporting (2 workers, fold included): {api_rate:,.0f} events/s")
+    print(f"plain INSERT ... ON CONFLICT DO NOTHING from Python:   {baseline_rate:,.0f} events/s")
+    print(f"ratio api/plain: {api_rate / baseline_rate:.2f} (target >= 0.5)")
+
+    costs = {}
+    for others in (args.small, args.large):
+        with fresh_database(args.pg_url) as url:
+            fill_other_events(url, others)
+            costs[others] = late_fold_cost(url)
+    small, large = costs[args.small], costs[args.large]
+    print(f"late event fold with {args.small:,} other events:   {small * 1000:.2f} ms (median)")
+    print(f"late event fold with {args.large:,} other events: {large * 1000:.2f} ms (median)")
+    print(f"ratio large/small: {large / small:.2f} (O(one resource's history): ~1)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
