@@ -16,7 +16,7 @@ import json
 import logging
 import random
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -224,8 +224,8 @@ class NotificationEndpoint:
             self._consecutive_failures = 0
             for key, _, _ in items:
                 self._attempts.pop(key, None)
-        for _, oslo_type, _ in items:
-            self._metrics.mapped.labels(oslo_type).inc()
+        for oslo_type, count in Counter(oslo_type for _, oslo_type, _ in items).items():
+            self._metrics.mapped.labels(oslo_type).inc(count)
         self._written.set()
 
     def _note_attempt(self, key: str) -> int:
