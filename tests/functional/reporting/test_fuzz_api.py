@@ -1,5 +1,5 @@
 """schemathesis against a running tally-reporting (gunicorn, 2 workers) on a migrated
-database (SQLite and PostgreSQL), with the OpenAPI document the server itself serves.
+SQLite database, with the OpenAPI document the server itself serves.
 
 Every operation gets a bounded number of generated requests (admin token); no
 answer may be a 500 or disagree with the document (status, content type, body
@@ -19,6 +19,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reporting.db import migrations
 from tests.functional.reporting.query_fixtures import SEEDED
 from tests.unit.reporting.fixtures import (
     RunningServer,
@@ -59,8 +60,10 @@ schemathesis.openapi.format("date-time", st.builds(
 
 
 @pytest.fixture
-def fuzz_server(db_url: str, tokens_file: str, tmp_path: Path) -> Iterator[RunningServer]:
-    """tally-reporting on the parametrised, migrated backend, holding some history."""
+def fuzz_server(tokens_file: str, tmp_path: Path) -> Iterator[RunningServer]:
+    """tally-reporting on a migrated SQLite database holding some history."""
+    db_url = f"sqlite:///{tmp_path / 'tally.sqlite'}"
+    migrations.upgrade(db_url)
     server = start_server(write_config(tmp_path / "reporting.conf", db_url, tokens_file),
                           tmp_path / "reporting.log")
     try:
