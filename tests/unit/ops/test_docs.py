@@ -1,0 +1,52 @@
+"""The operator documentation names only options and endpoints the code has."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.unit.ops import catalogue
+
+DOCS = [catalogue.REPO_ROOT / "docs" / "deployment.md",
+        *sorted((catalogue.REPO_ROOT / "docs" / "runbooks").glob("*.md"))]
+_OPTION = re.compile(r"\[([a-z_]+)\] ([a-z_]+)")
+_ENDPOINT = re.compile(r"\b(GET|POST|PUT) (/[\w/{}<>.-]*)")
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [path.relative_to(catalogue.REPO_ROOT).as_posix() for path in paths]
+
+
+@pytest.mark.parametrize("path", DOCS, ids=_ids(DOCS))
+def test_options_named_exist(path: Path) -> None:
+    known = catalogue.option_names("reporting") | catalogue.option_names("collector")
+    named = set(_OPTION.findall(" ".join(path.read_text().split())))
+    for group, option in sorted(named):
+        assert (group, option) in known, f"{path.name}: [{group}] {option}"
+
+
+def _routes() -> list[tuple[str, re.Pattern[str]]]:
+    from reporting.app import create_app
+    from reporting.cmd import load_conf
+
+    conf = load_conf([], prog="ops-docs-test", config_files=[])
+    conf.set_override("auth_strategy", "noauth", group="api")
+    conf.set_override("connection", "sqlite://", group="database")
+    app = create_app(conf)
+    routes = []
+    for rule in app.url_map.iter_rules():
+        pattern = re.sub(r"<[^>]+>", "[^/]+", rule.rule)
+        for method in rule.methods or ():
+            routes.append((method, re.compile(pattern + "$")))
+    return routes
+
+
+@pytest.mark.parametrize("path", DOCS, ids=_ids(DOCS))
+def test_endpoints_named_exist(path: Path) -> None:
+    routes = _routes()
+    for method, raw in _ENDPOINT.findall(path.read_text()):
+        concrete = re.sub(r"\{[^}]+\}|<[^>]+>", "x", raw.split("?")[0])
+        assert any(m == method and pattern.match(concrete) for m, pattern in routes), (
+            f"{path.name}: {method} {raw}")
