@@ -60,3 +60,14 @@ def _label_values_metric(definition: str) -> str:
 def test_query_uses_defined_metrics_and_labels(name: str, target: dict[str, Any]) -> None:
     expr = target["expr"].replace("$__rate_interval", "5m").replace("$__range", "1d")
     assert promql_problems(expr, metric_catalogue()) == []
+
+
+def test_panels_do_not_overlap() -> None:
+    cells: dict[tuple[int, int], str] = {}
+    for panel in _dashboard()["panels"]:
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+        for x in range(grid["x"], grid["x"] + grid["w"]):
+            for y in range(grid["y"], grid["y"] + grid["h"]):
+                assert (x, y) not in cells, (panel["title"], cells.get((x, y)))
+                cells[(x, y)] = panel["title"]
