@@ -21,7 +21,7 @@ import dataclasses
 import datetime as dt
 import json
 from collections.abc import Generator, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -66,13 +66,19 @@ class UsageGroup:
     )
 
     def add(
-        self, resource: tuple[str, str, str, str], interval: Interval, length: dt.timedelta
+        self,
+        resource: tuple[str, str, str, str],
+        interval: Interval,
+        length: dt.timedelta,
+        size_key: str | None = None,
     ) -> None:
+        """Count ``length`` of ``interval``; ``size_key`` is its size's canonical JSON
+        when the caller already has it."""
         if length <= dt.timedelta(0):
             return
         self.total += length
         self.resources.add(resource)
-        slot = (interval.state, _size_key(interval.size))
+        slot = (interval.state, size_key if size_key is not None else _size_key(interval.size))
         _size, so_far = self.breakdown.get(slot, (interval.size, dt.timedelta(0)))
         self.breakdown[slot] = (interval.size, so_far + length)
 
@@ -89,8 +95,7 @@ class UsageGroup:
         }
 
 
-@dataclasses.dataclass(frozen=True)
-class UsageRow:
+class UsageRow(NamedTuple):
     """One interval with the identity of its resource, as the range query yields it."""
 
     platform: str
@@ -98,6 +103,7 @@ class UsageRow:
     resource_type: str
     resource_id: str
     interval: Interval
+    size_key: str | None = None  # canonical JSON of interval.size, when known
 
     def value(self, column: str) -> str:
         if column == "project_id":
@@ -124,7 +130,8 @@ def aggregate(
             if len(groups) == limit:
                 return groups, True
             groups.append(UsageGroup(key=key))
-        groups[-1].add(row.resource, row.interval, overlap(row.interval, start, end))
+        groups[-1].add(row.resource, row.interval, overlap(row.interval, start, end),
+                       row.size_key)
     return groups, False
 
 
@@ -149,26 +156,36 @@ def overlapping_rows(
     """
     model = ResourceInterval
     columns = [getattr(model, name) for name in group_columns(group_by)]
-    query = sa.select(model).where(
-        model.start < end, sa.or_(model.end.is_(None), model.end > start)
-    )
+    # Plain columns, not ORM entities: a long period streams many rows.
+    query = sa.select(
+        model.platform, model.cloud, model.resource_type, model.resource_id,
+        model.start, model.end, model.project_id, model.state,
+        sa.cast(model.size, sa.Text).label("size_text"), model.event_id,
+    ).where(model.start < end, sa.or_(model.end.is_(None), model.end > start))
     if filters.cloud is not None:
         query = query.where(model.cloud == filters.cloud)
     if filters.project_id is not None:
         query = query.where(model.project_id == filters.project_id)
     if after is not None:
         query = query.where(sa.tuple_(*columns) > sa.tuple_(*after))
-    query = query.order_by(*columns, model.start, model.id).execution_options(yield_per=500)
-    result = session.scalars(query)
+    query = query.order_by(*columns, model.start, model.id).execution_options(yield_per=1000)
+    # Sizes repeat (flavors, volume types): each distinct stored text is parsed and
+    # made canonical once.
+    sizes: dict[str | None, tuple[dict[str, Any] | None, str]] = {}
+    result = session.execute(query)
     try:
         for stored in result:
-            yield _usage_row(stored)
+            size = sizes.get(stored.size_text)
+            if size is None:
+                parsed = json.loads(stored.size_text) if stored.size_text is not None else None
+                size = sizes[stored.size_text] = (parsed, _size_key(parsed))
+            yield _usage_row(stored, *size)
     finally:
         # The caller may stop early: release the (server-side) cursor now.
         result.close()
 
 
-def _usage_row(stored: ResourceInterval) -> UsageRow:
+def _usage_row(stored: Any, size: dict[str, Any] | None, size_key: str) -> UsageRow:
     return UsageRow(
         platform=stored.platform,
         cloud=stored.cloud,
@@ -179,7 +196,8 @@ def _usage_row(stored: ResourceInterval) -> UsageRow:
             end=stored.end,
             project_id=stored.project_id,
             state=stored.state,
-            size=stored.size,
+            size=size,
             event_id=stored.event_id,
         ),
+        size_key=size_key,
     )
