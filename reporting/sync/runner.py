@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -32,6 +33,8 @@ LOG = logging.getLogger(__name__)
 
 # A lease outlives the run's budget by this much; the run itself never does.
 LEASE_MARGIN = dt.timedelta(seconds=60)
+# How long past its deadline a run waits for an adapter that has not returned.
+OBSERVE_GRACE_S = 1.0
 
 
 class UnknownCloud(LookupError):
@@ -60,6 +63,35 @@ class RunResult:
             "completed_at": format_timestamp(self.completed_at),
             "stats": self.stats,
         }
+
+
+def observe_within_budget(adapter: Adapter, request: ObserveRequest, budget_s: float
+                          ) -> Observation:
+    """``adapter.observe`` in a worker thread the run stops waiting for at its deadline.
+
+    Every request an adapter sends is bounded by the budget, but a client library can
+    still block where no timeout reaches (keystoneauth waits on its own plugin lock
+    when an identity endpoint answers its version document 401).  The run must end
+    inside its budget regardless: a thread that outlives it is abandoned (daemon).
+    """
+    outcome: dict[str, Any] = {}
+
+    def observe() -> None:
+        try:
+            outcome["observation"] = adapter.observe(request)
+        except BaseException as exc:  # handed to the run below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=observe, name=f"sync-observe-{request.cloud}", daemon=True)
+    worker.start()
+    worker.join(max(request.deadline - time.monotonic(), 0.0) + OBSERVE_GRACE_S)
+    if worker.is_alive():
+        LOG.warning("sync of %s: the adapter did not return within the budget; abandoning it",
+                    request.cloud)
+        raise RunAborted(f"the run did not fit its budget of {budget_s:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["observation"]
 
 
 def _empty_stats() -> dict[str, Any]:
@@ -129,7 +161,8 @@ class SyncService:
             "clamped": window.clamped,
         }
         adapter = self.adapter_factory(entry, budget_s)
-        observation = adapter.observe(ObserveRequest(entry.name, at, window.since, deadline))
+        observation = observe_within_budget(
+            adapter, ObserveRequest(entry.name, at, window.since, deadline), budget_s)
         stats["enumerated_types"] = sorted(observation.enumerated_types)
         stats["errors"].extend(observation.errors)
         if time.monotonic() > deadline:
