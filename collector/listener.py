@@ -178,7 +178,7 @@ class NotificationEndpoint:
             # Deterministic: the same notification fails the same way every time.
             LOG.error("Notification %s of type %s cannot be mapped (%s); parking it",
                       _message_id(message), oslo_type, type(exc).__name__)
-            if self._park(message, f"unmappable: {exc}", "unmappable"):
+            if self._park(_without_secrets(message), f"unmappable: {exc}", "unmappable"):
                 return None
             raise _Unparkable() from exc
         return (_message_id(message) or event["event_id"], oslo_type, value)
@@ -193,6 +193,7 @@ class NotificationEndpoint:
         if not failed:
             self._succeeded(items)
             return NotificationResult.HANDLED
+        self._count_written([item for item in items if item not in failed])
         still_failing = []
         for key, oslo_type, value in failed:
             if self._note_attempt(key) < self._max_write_attempts:
@@ -224,9 +225,13 @@ class NotificationEndpoint:
             self._consecutive_failures = 0
             for key, _, _ in items:
                 self._attempts.pop(key, None)
+        self._count_written(items)
+
+    def _count_written(self, items: list[tuple[str, str, str]]) -> None:
         for oslo_type, count in Counter(oslo_type for _, oslo_type, _ in items).items():
             self._metrics.mapped.labels(oslo_type).inc(count)
-        self._written.set()
+        if items:
+            self._written.set()
 
     def _note_attempt(self, key: str) -> int:
         with self._lock:
@@ -243,6 +248,22 @@ class NotificationEndpoint:
         delay = min(self._requeue_max_delay_s, _REQUEUE_BASE_DELAY_S * 2**exponent)
         self._stop.wait(delay / 2 + random.uniform(0, delay / 2))  # noqa: S311 - jitter
         return NotificationResult.REQUEUE
+
+
+_SECRET_MARKERS = ("token", "secret", "password", "service_catalog")
+
+
+def _without_secrets(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The notification as parked: context credentials (old services send a real
+    auth_token, a service catalog) never reach the disk."""
+    kept = dict(message)
+    ctxt = message.get("ctxt")
+    if isinstance(ctxt, Mapping):
+        kept["ctxt"] = {key: value for key, value in ctxt.items()
+                        if not any(marker in str(key).lower() for marker in _SECRET_MARKERS)}
+    elif ctxt is not None:
+        kept["ctxt"] = repr(type(ctxt))
+    return kept
 
 
 def _message_id(message: Mapping[str, Any]) -> str:

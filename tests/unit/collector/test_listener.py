@@ -123,13 +123,15 @@ def test_a_broken_disk_never_parks(flaky: FlakyBuffer, metrics: CollectorMetrics
 def test_unserialisable_notification_is_parked_not_lost(buffer: EventBuffer, metrics: CollectorMetrics) -> None:
     nan_state = {"instance_id": "i", "tenant_id": "p", "state": math.nan}
     endpoint = _endpoint(buffer, metrics)
-    result = endpoint.info([_message("compute.instance.create.end", nan_state, "bad"),
+    secret_ctxt = {"project_id": "p", "auth_token": "s3cr3t", "service_catalog": [{"x": 1}]}
+    result = endpoint.info([_message("compute.instance.create.end", nan_state, "bad", secret_ctxt),
                             _message(message_id="ok")])
     assert result == NotificationResult.HANDLED
     assert [e["event_id"] for e in _buffered(buffer)] == ["ok"]
     parked = buffer.parked_items()
     assert parked[0]["reason"].startswith("unmappable")
     assert parked[0]["notification"]["metadata"]["message_id"] == "bad"
+    assert parked[0]["notification"]["ctxt"] == {"project_id": "p"}   # no credentials on disk
 
 
 def test_full_buffer_holds_back_until_there_is_room(tmp_path: Path, metrics: CollectorMetrics) -> None:
