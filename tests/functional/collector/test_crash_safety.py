@@ -29,7 +29,7 @@ from tests.functional.collector.harness import (
     wire_message,
 )
 
-pytestmark = pytest.mark.rabbit
+pytestmark = [pytest.mark.rabbit, pytest.mark.postgres]
 
 KINDS = [
     ("nova", "compute.instance.create.end", "compute.h",

@@ -29,7 +29,7 @@ from tests.functional.collector.harness import (
     wire_message,
 )
 
-pytestmark = pytest.mark.rabbit
+pytestmark = [pytest.mark.rabbit, pytest.mark.postgres]
 
 # (exchange, publisher, oslo type, payload) published through oslo's Notifier
 NOTIFIER_CASES: list[tuple[str, str, str, dict[str, Any]]] = [
