@@ -48,7 +48,9 @@ def _check_values(conf: cfg.ConfigOpts) -> None:
             try:
                 getattr(conf[group], opt.dest)
             except (cfg.ConfigFileValueError, ValueError) as exc:
-                raise ConfigError(f"[{group}] {opt.name}: {exc}") from None
+                # oslo says "Value for option X from LocationInfo(...) is not valid: why".
+                why = str(exc).rpartition("is not valid: ")[2]
+                raise ConfigError(f"[{group}] {opt.name}: invalid value: {why}") from None
 
 
 def load_conf(
