@@ -254,3 +254,28 @@ def test_size_names_hold_every_volume_type_private_too(syncer: Syncer):
         names = {(n.size_id, n.name) for n in session.execute(sa.select(SizeName)).scalars()}
     assert names == set(syncer.world.world.volume_types().items())
     assert any(name == "gold-private" for _, name in names)
+
+
+def test_runs_are_counted_in_the_metrics_of_spec_6(syncer: Syncer):
+    from prometheus_client import REGISTRY
+
+    def value(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, {"cloud": CLOUD, **labels}) or 0.0
+
+    before = {
+        "runs": value("tally_sync_runs_total", status="completed"),
+        "created": value("tally_sync_resources_reconciled_total", action="created"),
+        "transition": value("tally_sync_resources_deferred_total", reason="transition"),
+        "ingested": value("tally_ingest_events_total", source="reconciliation",
+                          outcome="stored"),
+    }
+    syncer.advance(T1)
+    stats = syncer.sync_ok(T1)["stats"]
+    assert value("tally_sync_runs_total", status="completed") == before["runs"] + 1
+    assert value("tally_sync_resources_reconciled_total", action="created") == \
+        before["created"] + stats["created"]
+    assert value("tally_sync_resources_deferred_total", reason="transition") == \
+        before["transition"] + stats["deferred"]["transition"]
+    assert value("tally_ingest_events_total", source="reconciliation", outcome="stored") == \
+        before["ingested"] + stats["created"]
+    assert value("tally_sync_last_completed_timestamp") > 0

@@ -1,0 +1,112 @@
+"""tally-sync against a served Reporting API, and the lock across two processes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from werkzeug.serving import make_server
+
+from mapping.event import format_timestamp
+from reporting.cmd import sync as sync_cmd
+from reporting.db.models import SyncLock
+from tests.functional.sync.conftest import START, Syncer
+
+T1 = START + dt.timedelta(hours=6)
+
+
+@pytest.fixture
+def served(syncer: Syncer) -> Iterator[str]:
+    server = make_server("127.0.0.1", 0, syncer.app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        thread.join(10)
+
+
+@pytest.fixture
+def config_file(syncer: Syncer, served: str, tmp_path: Path) -> Path:
+    conf = syncer.app.config["TALLY_CONF"]
+    token = tmp_path / "admin.token"
+    token.write_text("tok-admin\n")
+    path = tmp_path / "tally.conf"
+    path.write_text(textwrap.dedent(f"""\
+        [database]
+        connection = {conf.database.connection}
+        [api]
+        tokens_file = {conf.api.tokens_file}
+        [sync]
+        clouds_file = {conf.sync.clouds_file}
+        api_url = {served}
+        token_file = {token}
+        """))
+    return path
+
+
+def test_tally_sync_runs_every_cloud_and_exits_0(syncer, config_file, capsys):
+    syncer.advance(T1)
+    assert sync_cmd.main(["--config-file", str(config_file), "--at", format_timestamp(T1)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("sim: run ") and " completed: created " in out
+    assert syncer.last_run().started_at == T1.replace(tzinfo=None)
+
+
+def test_tally_sync_exits_1_when_a_run_fails_or_a_cloud_is_unknown(syncer, config_file, capsys):
+    syncer.advance(T1)
+    syncer.world.world.faults.set("block-storage", status=503)
+    assert sync_cmd.main(["--config-file", str(config_file), "sim", "nope"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("sim: run ") and lines[0].endswith("failed; its reasons are in "
+                                                                  "GET /v1/sync-runs")
+    assert lines[1].startswith("nope: HTTP 404")
+
+
+def test_tally_sync_refuses_a_bad_instant(config_file, capsys):
+    assert sync_cmd.main(["--config-file", str(config_file), "--at", "noon"]) == 2
+    assert "--at" in capsys.readouterr().err
+
+
+def test_a_second_process_gets_409_while_the_first_holds_the_cloud(syncer, config_file,
+                                                                    capsys):
+    syncer.advance(T1)
+    syncer.world.world.faults.set("network", delay_s=2)
+    # The first run: another process with its own app and engine on the same database.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""\
+            import sys
+            from reporting.cmd import load_conf
+            from reporting.app import create_app
+            conf = load_conf(["--config-file", {str(config_file)!r}], prog="holder")
+            client = create_app(conf).test_client()
+            response = client.post("/internal/sync/sim?at={format_timestamp(T1)}",
+                                   headers={{"Authorization": "Bearer tok-admin"}})
+            print(response.status_code)
+            """)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(200):
+            with syncer.factory() as session:
+                if session.execute(sa.select(SyncLock)).first() is not None:
+                    break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the first process never took the lock")
+        assert sync_cmd.main(["--config-file", str(config_file), "sim"]) == 1
+        assert "sim: HTTP 409" in capsys.readouterr().out
+    finally:
+        out, err = holder.communicate(timeout=60)
+    assert out.strip() == "200", err
+    syncer.world.world.faults.clear()
+    assert sync_cmd.main(["--config-file", str(config_file), "sim",
+                          "--at", format_timestamp(T1)]) == 0
