@@ -391,3 +391,34 @@ def test_reads_need_the_read_role(seeded_client: FlaskClient, url: str) -> None:
     assert status == 403 and body["error"]["code"] == "forbidden"
     assert get(seeded_client, url, HEADERS["read"])[0] == 200
     assert get(seeded_client, url, HEADERS["admin"])[0] == 200
+
+
+# --- a resource deleted and created again --------------------------------------------
+
+
+def test_recreated_resource_has_two_live_periods(
+    app: Flask, session_factory: sessionmaker[Session]
+) -> None:
+    ev = query_fixtures.event
+    query_fixtures.seed(session_factory, [
+        ev("compute.instance.create.end", "phoenix", at(0), state="active", size=SMALL),
+        ev("compute.instance.delete.end", "phoenix", at(1)),
+        ev("compute.instance.create.end", "phoenix", at(2), state="active", size=SMALL),
+        ev("compute.instance.power_off.end", "phoenix", at(3), state="shutoff"),
+    ])
+    client = app.test_client()
+    _, lifecycle = get(client, "/v1/resources/openstack/c1/instance/phoenix/lifecycle")
+    assert [(i["start"], i["end"]) for i in lifecycle["intervals"]] == [
+        (at(0), at(1)), (at(2), at(3)), (at(3), None),
+    ]
+    _, row = get(client, "/v1/resources/openstack/c1/instance/phoenix")
+    assert row["created_at"] == at(2) and row["live"] is True
+    _, during_first = get(client, f"/v1/resources?as_of={at(0.5)}")
+    assert [(r["created_at"], r["state"]) for r in during_first["items"]] == [(at(0), "active")]
+    _, gap = get(client, f"/v1/resources?as_of={at(1.5)}")
+    assert gap["items"] == []
+    _, later = get(client, f"/v1/resources?as_of={at(3.5)}")
+    assert [(r["created_at"], r["state"]) for r in later["items"]] == [(at(2), "shutoff")]
+    usage = get(client, f"/v1/usage?from={at(0)}&to={at(4)}")[1]
+    assert [(i["seconds"], [(b["state"], b["seconds"]) for b in i["breakdown"]])
+            for i in usage["items"]] == [(3 * 3600.0, [("active", 7200.0), ("shutoff", 3600.0)])]
