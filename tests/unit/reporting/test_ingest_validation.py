@@ -1,0 +1,112 @@
+"""ItemValidator and the entry points' configuration helpers, without a database."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+from oslo_config import cfg
+
+from mapping.size_schemas import SEEDED_SIZE_SCHEMAS
+from reporting import opts
+from reporting.cmd import ConfigError, apply_env_aliases
+from reporting.validation import ItemValidator, ValidEvent, check_size_schema, unstorable
+
+SCHEMAS = {("openstack", name): schema for name, schema in SEEDED_SIZE_SCHEMAS.items()}
+
+
+def item(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "event_id": "e1", "event_type": "volume.create.end", "platform": "openstack",
+        "cloud": "c1", "resource_type": "volume", "resource_id": "v1", "project_id": "p1",
+        "timestamp": "2026-01-01T01:00:00.25+01:00", "source": "collector",
+        "payload": {"state": "available", "size": {"size_gb": 10, "type": "type-id"}},
+    }
+    base.update(overrides)
+    return base
+
+
+def validator(strict: bool = False, names: dict[tuple[str, str, str], str] | None = None) -> ItemValidator:
+    return ItemValidator(SCHEMAS, names or {}, require_size_schema=strict)
+
+
+def test_a_valid_item_becomes_its_stored_form() -> None:
+    checked = validator(names={("openstack", "c1", "type-id"): "ssd"}).check(item())
+    assert isinstance(checked, ValidEvent)
+    assert checked.timestamp == dt.datetime(2026, 1, 1, 0, 0, 0, 250000)
+    assert checked.payload == {"state": "available", "size": {"size_gb": 10, "type": "ssd"}}
+    assert checked.resource_key == ("openstack", "c1", "volume", "v1")
+
+
+def test_the_name_is_looked_up_before_the_size_schema() -> None:
+    strict_volume = {**SCHEMAS, ("openstack", "volume"): {
+        "type": "object", "properties": {"type": {"enum": ["ssd"]}}}}
+    names = {("openstack", "c1", "type-id"): "ssd"}
+    assert isinstance(ItemValidator(strict_volume, names, require_size_schema=False).check(item()),
+                      ValidEvent)
+    refused = ItemValidator(strict_volume, {}, require_size_schema=False).check(item())
+    assert isinstance(refused, str) and refused.startswith("size_schema: openstack/volume: /type")
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_registered_schema_is_enforced_in_both_modes(strict: bool) -> None:
+    bad = item(payload={"size": {"size_gb": -1, "type": "t"}})
+    assert validator(strict).check(bad) == (
+        "size_schema: openstack/volume: /size_gb: -1 is less than the minimum of 0")
+
+
+def test_huge_integers_fall_back_to_the_python_validator() -> None:
+    size = {"vcpus": 10**40, "ram_gb": 1, "disk_gb": 1, "flavor": "f"}
+    checked = validator().check(item(resource_type="instance", payload={"size": size}))
+    assert isinstance(checked, ValidEvent)
+
+
+def test_a_check_all_batch_finds_the_one_unstorable_item() -> None:
+    items = [item(event_id="a"), item(event_id="b", resource_id="x\x00"), item(event_id="c")]
+    checked = validator().check_all(items)
+    assert isinstance(checked[0], ValidEvent) and isinstance(checked[2], ValidEvent)
+    assert checked[1] == "event_schema: a string holds NUL or an unpaired surrogate"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("ok", False), ("a\x00b", True), ("\ud800", True), ("\\u0000 is text", False),
+     ("😀", False), ({"k\x00": 1}, True), ([["\udfff"]], True), (1.5, False)],
+)
+def test_unstorable(value: Any, expected: bool) -> None:
+    assert unstorable(value) is expected
+
+
+@pytest.mark.parametrize(
+    ("document", "ok"),
+    [({"type": "object"}, True), ({}, True), ([], False), ({"type": "nope"}, False),
+     ({"$schema": "http://json-schema.org/draft-07/schema#", "exclusiveMinimum": True}, False),
+     ({"$schema": "http://json-schema.org/draft-04/schema#", "exclusiveMinimum": True,
+       "minimum": 0}, True)],
+)
+def test_check_size_schema(document: Any, ok: bool) -> None:
+    assert (check_size_schema(document) is None) is ok
+
+
+def conf() -> cfg.ConfigOpts:
+    config = cfg.ConfigOpts()
+    opts.register_opts(config)
+    config([], default_config_files=[])
+    return config
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("true", True), ("On", True), ("0", False),
+                                               ("no", False)])
+def test_env_alias_overrides_the_option(raw: str, expected: bool) -> None:
+    config = conf()
+    apply_env_aliases(config, {"TALLY_INGEST_REQUIRE_SIZE_SCHEMA": raw})
+    assert config.ingest.require_size_schema is expected
+
+
+def test_env_alias_absent_leaves_the_option_and_bad_value_is_refused() -> None:
+    config = conf()
+    apply_env_aliases(config, {})
+    assert config.ingest.require_size_schema is False
+    with pytest.raises(ConfigError, match="TALLY_INGEST_REQUIRE_SIZE_SCHEMA='maybe'"):
+        apply_env_aliases(config, {"TALLY_INGEST_REQUIRE_SIZE_SCHEMA": "maybe"})
