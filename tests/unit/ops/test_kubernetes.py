@@ -211,7 +211,7 @@ def _effective_value(container: dict[str, Any], spec: dict[str, Any], group: str
 FILE_OPTIONS = {
     "tally-reporting": [("api", "tokens_file"), ("sync", "clouds_file")],
     "tally-collector": [("collector", "token_file"), ("collector", "buffer_dir")],
-    "tally-sync": [("sync", "token_file")],
+    "tally-sync": [("sync", "token_file"), ("sync", "clouds_file")],
 }
 
 
