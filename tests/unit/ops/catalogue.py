@@ -305,8 +305,14 @@ def load_component_conf(component: str, path: Path) -> cfg.ConfigOpts:
 
 # --- packaging ---------------------------------------------------------------------
 
-def console_scripts() -> set[str]:
+def console_script_targets() -> dict[str, str]:
+    """Console script -> its ``module:function`` as setup.cfg declares it."""
     parser = configparser.ConfigParser(interpolation=None)
     parser.read(REPO_ROOT / "setup.cfg")
     lines = parser["options.entry_points"]["console_scripts"].strip().splitlines()
-    return {line.split("=", 1)[0].strip() for line in lines if "=" in line}
+    return {name.strip(): target.strip()
+            for name, _, target in (line.partition("=") for line in lines) if target}
+
+
+def console_scripts() -> set[str]:
+    return set(console_script_targets())

@@ -50,3 +50,30 @@ def test_endpoints_named_exist(path: Path) -> None:
         concrete = re.sub(r"\{[^}]+\}|<[^>]+>", "x", raw.split("?")[0])
         assert any(m == method and pattern.match(concrete) for m, pattern in routes), (
             f"{path.name}: {method} {raw}")
+
+
+def _deployed_commands() -> set[str]:
+    commands: set[str] = set()
+    for unit in (catalogue.REPO_ROOT / "deploy" / "systemd").glob("*.service"):
+        for line in unit.read_text().splitlines():
+            if line.startswith("ExecStart="):
+                commands.add(line.split("=", 1)[1].split()[0].rsplit("/", 1)[-1])
+    from tests.unit.ops.kustomize import all_kustomizations, containers, objects, pod_spec
+
+    for kustomization in all_kustomizations():
+        for obj in objects(kustomization):
+            spec = pod_spec(obj)
+            for container in containers(spec or {}):
+                commands.add(container["command"][0])
+    return commands
+
+
+def test_every_command_the_deployment_runs_exists() -> None:
+    import importlib
+
+    targets = catalogue.console_script_targets()
+    commands = _deployed_commands()
+    assert commands == {"tally-reporting", "tally-manage", "tally-collector", "tally-sync"}
+    for command in sorted(commands):
+        module, _, function = targets[command].partition(":")
+        assert callable(getattr(importlib.import_module(module), function)), command
