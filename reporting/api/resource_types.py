@@ -7,6 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from flask import Blueprint, jsonify, request
+from sqlalchemy.dialects import postgresql, sqlite
 
 from mapping.event import format_timestamp
 from reporting.api.auth import require_role
@@ -97,11 +98,20 @@ def put_type(platform: str, resource_type: str) -> Any:
         raise ApiError(400, "invalid_schema", "size_schema holds NUL or an unpaired surrogate")
     session = db_session()
     with session.begin():
-        row = session.get(ResourceType, (platform, resource_type), with_for_update=True)
-        created = row is None
-        if row is None:
-            row = ResourceType(platform=platform, resource_type=resource_type)
-            session.add(row)
-        row.size_schema = document
-        row.updated_at = utcnow()
+        created = session.get(ResourceType, (platform, resource_type)) is None
+        # An upsert, so two concurrent PUTs of a new type both succeed (the last wins).
+        dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+        insert = dialect.insert(ResourceType).values(
+            platform=platform, resource_type=resource_type, size_schema=document,
+            updated_at=utcnow(),
+        )
+        session.execute(
+            insert.on_conflict_do_update(
+                index_elements=["platform", "resource_type"],
+                set_={"size_schema": insert.excluded.size_schema,
+                      "updated_at": insert.excluded.updated_at},
+            )
+        )
+        row = session.get(ResourceType, (platform, resource_type), populate_existing=True)
+    assert row is not None
     return jsonify(render(row)), 201 if created else 200
