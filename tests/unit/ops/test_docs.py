@@ -77,3 +77,14 @@ def test_every_command_the_deployment_runs_exists() -> None:
     for command in sorted(commands):
         module, _, function = targets[command].partition(":")
         assert callable(getattr(importlib.import_module(module), function)), command
+
+
+def test_example_configuration_files_are_valid(tmp_path: Path) -> None:
+    text = (catalogue.REPO_ROOT / "docs" / "deployment.md").read_text()
+    blocks = re.findall(r"```ini\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 2
+    for index, block in enumerate(blocks):
+        component = "collector" if "[collector]" in block else "reporting"
+        path = tmp_path / f"example-{index}.conf"
+        path.write_text(block)
+        catalogue.load_component_conf(component, path)
