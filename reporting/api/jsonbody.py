@@ -14,6 +14,28 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# Far deeper than any event (payload.size is at depth 4), shallow enough that no
+# recursive walk behind the API (validation, the dead letter's copy) runs out of stack.
+MAX_DEPTH = 64
+
+
+def _too_deep(document: Any) -> bool:
+    """True when arrays/objects nest deeper than MAX_DEPTH (iterative, no recursion)."""
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def json_object() -> dict[str, Any]:
     """The request body as a JSON object (UTF-8, no NaN/Infinity), else ApiError 400.
 
@@ -34,4 +56,8 @@ def json_object() -> dict[str, Any]:
         raise ApiError(400, "bad_request", f"the request body is not valid JSON: {exc}") from None
     if not isinstance(document, dict):
         raise ApiError(400, "bad_request", "the request body must be a JSON object")
+    if _too_deep(document):
+        raise ApiError(
+            400, "bad_request", f"the request body nests deeper than {MAX_DEPTH} levels"
+        )
     return document

@@ -89,6 +89,7 @@ def assert_nothing_stored(factory: sessionmaker[Session]) -> None:
         b'{"events": [NaN]}',
         b'{"events": [1e999]}',
         b"[" * 100000 + b"]" * 100000,
+        b'{"events": [{"x": ' + b"[" * 900 + b"]" * 900 + b"}]}",  # deeper than 64 levels
     ],
 )
 def test_malformed_body_is_400_and_stores_nothing(
@@ -281,3 +282,12 @@ def test_ingest_metrics(client: FlaskClient) -> None:
     assert value("rejected") - before["rejected"] == 1
     last = REGISTRY.get_sample_value("tally_events_last_received_timestamp", {"cloud": "metrics-cloud"})
     assert last is not None and last > 1.7e9
+
+
+def test_nesting_up_to_the_limit_is_stored(client: FlaskClient) -> None:
+    nested: Any = "leaf"
+    for _ in range(58):  # body > events > item > payload > provider > 58 levels
+        nested = {"d": nested}
+    item = event(1, payload={"provider": {"trace": nested}})
+    body = post(client, {"events": [item]})
+    assert body.status_code == 200 and body.get_json()["stored"] == 1
