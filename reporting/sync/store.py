@@ -107,24 +107,48 @@ def last_seen(factory: sessionmaker[Session], cloud: str,
     return seen
 
 
+def _upsert_sightings_postgresql(session: Session, cloud: str,
+                                 keys: Sequence[tuple[str, str]], at: dt.datetime) -> None:
+    # One statement over two arrays: 100,000 rows in well under a second, where an
+    # executemany pays a round of the protocol per row.
+    statement = sa.text(
+        "INSERT INTO sync_sightings (cloud, resource_type, resource_id, last_seen_at) "
+        "SELECT :cloud, t, i, :at FROM unnest(CAST(:types AS text[]), CAST(:ids AS text[])) "
+        "AS u(t, i) "
+        "ON CONFLICT (cloud, resource_type, resource_id) DO UPDATE "
+        "SET last_seen_at = GREATEST(sync_sightings.last_seen_at, EXCLUDED.last_seen_at)"
+    )
+    for chunk in _chunks(keys, 50_000):
+        session.execute(statement, {"cloud": cloud, "at": at,
+                                    "types": [k[0] for k in chunk], "ids": [k[1] for k in chunk]})
+
+
+def _upsert_sightings_generic(session: Session, cloud: str,
+                              keys: Sequence[tuple[str, str]], at: dt.datetime) -> None:
+    for chunk in _chunks(keys, 5000):
+        statement = _upsert(session, _SIGHTINGS)
+        excluded = statement.excluded
+        statement = statement.on_conflict_do_update(
+            index_elements=["cloud", "resource_type", "resource_id"],
+            # A told instant may go backwards: the last sighting is the newest.
+            set_={"last_seen_at": sa.case(
+                (excluded.last_seen_at > _SIGHTINGS.c.last_seen_at, excluded.last_seen_at),
+                else_=_SIGHTINGS.c.last_seen_at)},
+        )
+        session.execute(statement, [
+            {"cloud": cloud, "resource_type": rtype, "resource_id": rid, "last_seen_at": at}
+            for rtype, rid in chunk
+        ])
+
+
 def record_sightings(factory: sessionmaker[Session], platform: str, cloud: str,
                      keys: Sequence[tuple[str, str]], at: dt.datetime) -> None:
     """Record that a completed run at ``at`` listed ``keys`` alive; forget deleted ones."""
     with factory.begin() as session:
-        for chunk in _chunks(keys, 5000):
-            statement = _upsert(session, _SIGHTINGS)
-            excluded = statement.excluded
-            statement = statement.on_conflict_do_update(
-                index_elements=["cloud", "resource_type", "resource_id"],
-                # A told instant may go backwards: the last sighting is the newest.
-                set_={"last_seen_at": sa.case(
-                    (excluded.last_seen_at > _SIGHTINGS.c.last_seen_at, excluded.last_seen_at),
-                    else_=_SIGHTINGS.c.last_seen_at)},
-            )
-            session.execute(statement, [
-                {"cloud": cloud, "resource_type": rtype, "resource_id": rid, "last_seen_at": at}
-                for rtype, rid in chunk
-            ])
+        if session.get_bind().dialect.name == "postgresql":
+            _upsert_sightings_postgresql(session, cloud, keys, at)
+        else:
+            _upsert_sightings_generic(session, cloud, keys, at)
         r = CurrentResource
         gone = sa.select(r.resource_id).where(
             r.platform == platform, r.cloud == cloud,
