@@ -15,7 +15,7 @@ from mapping.event import format_timestamp
 from reporting import pagination
 from reporting.api.auth import require_role
 from reporting.db.session import db_session
-from reporting.queries import params
+from reporting.queries import params, usage_store
 from reporting.queries import usage as queries
 
 bp = Blueprint("usage", __name__)
@@ -46,14 +46,12 @@ def get_usage() -> dict[str, Any]:
         if marker is not None
         else None
     )
-    rows = queries.overlapping_rows(db_session(), filters, group_by, start, end, after)
-    try:
-        groups, more = queries.aggregate(rows, group_by, start, end, limit)
-    finally:
-        rows.close()
+    groups, counts, more = usage_store.usage_page(
+        db_session(), filters, group_by, start, end, after, limit
+    )
     next_marker = pagination.encode_marker(tag, groups[-1].key) if more else None
     return pagination.list_body(
-        [group.as_dict(columns) for group in groups],
+        [group.as_dict(columns, counts[group.key]) for group in groups],
         next_marker,
         **{"from": format_timestamp(start), "to": format_timestamp(end), "group_by": group_by},
     )

@@ -1,6 +1,6 @@
 """Resource-seconds over a period (SPEC §3.5 ``GET /v1/usage``).
 
-The arithmetic is pure: every lifecycle interval ``[start, end)`` overlapping the
+The arithmetic, as pure functions: every lifecycle interval ``[start, end)`` overlapping the
 period ``[from, to)`` contributes the length of its overlap, split by the state
 and size it carried.  An interval still open (``end`` null) counts up to ``to``.
 Lengths are summed as ``timedelta`` (exact microseconds) and rendered as seconds.
@@ -13,6 +13,9 @@ Grouping (``group_by``):
 - ``resource_type``: one item per (platform, cloud, resource_type).
 Each item carries ``seconds`` (the total), ``resources`` (how many distinct
 resources contributed) and ``breakdown``: ``[{"state", "size", "seconds"}]``.
+
+The API computes the same sums in the database (``reporting.queries.usage_store``);
+these functions are the reference it is tested against.
 """
 
 from __future__ import annotations
@@ -20,13 +23,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-from collections.abc import Generator, Iterable
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-import sqlalchemy as sa
-from sqlalchemy.orm import Session
-
-from reporting.db.models import ResourceInterval
 from reporting.fold import Interval
 
 GROUP_BY = ("resource", "project", "resource_type")
@@ -76,18 +75,29 @@ class UsageGroup:
         when the caller already has it."""
         if length <= dt.timedelta(0):
             return
-        self.total += length
         self.resources.add(resource)
-        slot = (interval.state, size_key if size_key is not None else _size_key(interval.size))
-        _size, so_far = self.breakdown.get(slot, (interval.size, dt.timedelta(0)))
-        self.breakdown[slot] = (interval.size, so_far + length)
+        self.add_length(interval.state, interval.size, length, size_key)
 
-    def as_dict(self, columns: tuple[str, ...]) -> dict[str, Any]:
+    def add_length(
+        self,
+        state: str | None,
+        size: dict[str, Any] | None,
+        length: dt.timedelta,
+        size_key: str | None = None,
+    ) -> None:
+        """Count ``length`` spent in ``(state, size)``."""
+        self.total += length
+        slot = (state, size_key if size_key is not None else _size_key(size))
+        _size, so_far = self.breakdown.get(slot, (size, dt.timedelta(0)))
+        self.breakdown[slot] = (size, so_far + length)
+
+    def as_dict(self, columns: tuple[str, ...], resources: int | None = None) -> dict[str, Any]:
+        """The item; ``resources`` overrides the count of resources seen by ``add``."""
         entries = sorted(self.breakdown.items(), key=lambda item: (item[0][0] or "", item[0][1]))
         return {
             **dict(zip(columns, self.key, strict=True)),
             "seconds": self.total.total_seconds(),
-            "resources": len(self.resources),
+            "resources": len(self.resources) if resources is None else resources,
             "breakdown": [
                 {"state": state, "size": size, "seconds": length.total_seconds()}
                 for (state, _), (size, length) in entries
@@ -139,65 +149,3 @@ def aggregate(
 class UsageFilter:
     cloud: str | None = None
     project_id: str | None = None
-
-
-def overlapping_rows(
-    session: Session,
-    filters: UsageFilter,
-    group_by: str,
-    start: dt.datetime,
-    end: dt.datetime,
-    after: tuple[str, ...] | None,
-) -> Generator[UsageRow, None, None]:
-    """The intervals overlapping ``[start, end)``, sorted by the grouping's columns.
-
-    Streams (``yield_per``) so a long period does not load every interval at once;
-    the caller stops reading after its page is full.
-    """
-    model = ResourceInterval
-    columns = [getattr(model, name) for name in group_columns(group_by)]
-    # Plain columns, not ORM entities: a long period streams many rows.
-    query = sa.select(
-        model.platform, model.cloud, model.resource_type, model.resource_id,
-        model.start, model.end, model.project_id, model.state,
-        sa.cast(model.size, sa.Text).label("size_text"), model.event_id,
-    ).where(model.start < end, sa.or_(model.end.is_(None), model.end > start))
-    if filters.cloud is not None:
-        query = query.where(model.cloud == filters.cloud)
-    if filters.project_id is not None:
-        query = query.where(model.project_id == filters.project_id)
-    if after is not None:
-        query = query.where(sa.tuple_(*columns) > sa.tuple_(*after))
-    query = query.order_by(*columns, model.start, model.id).execution_options(yield_per=1000)
-    # Sizes repeat (flavors, volume types): each distinct stored text is parsed and
-    # made canonical once.
-    sizes: dict[str | None, tuple[dict[str, Any] | None, str]] = {}
-    result = session.execute(query)
-    try:
-        for stored in result:
-            size = sizes.get(stored.size_text)
-            if size is None:
-                parsed = json.loads(stored.size_text) if stored.size_text is not None else None
-                size = sizes[stored.size_text] = (parsed, _size_key(parsed))
-            yield _usage_row(stored, *size)
-    finally:
-        # The caller may stop early: release the (server-side) cursor now.
-        result.close()
-
-
-def _usage_row(stored: Any, size: dict[str, Any] | None, size_key: str) -> UsageRow:
-    return UsageRow(
-        platform=stored.platform,
-        cloud=stored.cloud,
-        resource_type=stored.resource_type,
-        resource_id=stored.resource_id,
-        interval=Interval(
-            start=stored.start,
-            end=stored.end,
-            project_id=stored.project_id,
-            state=stored.state,
-            size=size,
-            event_id=stored.event_id,
-        ),
-        size_key=size_key,
-    )

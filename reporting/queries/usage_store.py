@@ -1,0 +1,120 @@
+"""Usage computed in the database: the overlap arithmetic of ``reporting.queries.usage``
+as SQL sums, so a long period costs one aggregate per page instead of streaming
+every interval through Python.
+
+Both dialects sum whole microseconds (integers), so the totals are exact and equal
+to the pure functions' (a property test compares them on random lifecycles):
+- PostgreSQL: ``EXTRACT(EPOCH FROM ts)`` is an exact numeric (PostgreSQL >= 14);
+- SQLite: instants are stored as ``YYYY-MM-DD HH:MM:SS.ffffff`` text, read as
+  ``strftime('%s')`` seconds plus the six fraction digits.
+
+One page is two statements: the page's groups (sorted keys after the marker, with
+their distinct resource counts), then the ``(state, size)`` sums of exactly those
+groups (a key range, since the groups are contiguous in key order).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from reporting.db.models import ResourceInterval
+from reporting.queries.usage import UsageFilter, UsageGroup, group_columns
+
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def epoch_micros(moment: dt.datetime) -> int:
+    """Microseconds since the epoch of a naive UTC instant, exactly."""
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _micros(dialect: str, column: Any) -> sa.ColumnElement[int]:
+    if dialect == "postgresql":
+        return sa.cast(sa.extract("epoch", column) * 1_000_000, sa.BigInteger)
+    if dialect == "sqlite":
+        seconds = sa.cast(sa.func.strftime("%s", column), sa.BigInteger)
+        fraction = sa.cast(sa.func.substr(column, 21, 6), sa.BigInteger)
+        return seconds * 1_000_000 + fraction
+    raise NotImplementedError(f"usage is not implemented for the {dialect} dialect")
+
+
+def _overlap_micros(dialect: str, start: dt.datetime, end: dt.datetime) -> sa.ColumnElement[int]:
+    """Length in microseconds of each interval inside ``[start, end)`` (rows that
+    overlap the period only; an open interval runs to ``end``)."""
+    model = ResourceInterval
+    period_start, period_end = epoch_micros(start), epoch_micros(end)
+    interval_start = _micros(dialect, model.start)
+    interval_end = sa.case(
+        (model.end.is_(None), period_end),
+        else_=_micros(dialect, model.end),
+    )
+    clipped_end = sa.case((interval_end < period_end, interval_end), else_=period_end)
+    clipped_start = sa.case(
+        (interval_start > period_start, interval_start), else_=period_start
+    )
+    return clipped_end - clipped_start
+
+
+def usage_page(
+    session: Session,
+    filters: UsageFilter,
+    group_by: str,
+    start: dt.datetime,
+    end: dt.datetime,
+    after: tuple[str, ...] | None,
+    limit: int,
+) -> tuple[list[UsageGroup], dict[tuple[str, ...], int], bool]:
+    """Up to ``limit`` groups after ``after``, their resource counts, and whether more follow."""
+    model = ResourceInterval
+    dialect = session.get_bind().dialect.name
+    columns = [getattr(model, name) for name in group_columns(group_by)]
+    key = sa.tuple_(*columns)
+    overlapping = [model.start < end, sa.or_(model.end.is_(None), model.end > start)]
+    if filters.cloud is not None:
+        overlapping.append(model.cloud == filters.cloud)
+    if filters.project_id is not None:
+        overlapping.append(model.project_id == filters.project_id)
+
+    groups_query = (
+        sa.select(*columns, sa.func.count(sa.distinct(model.resource_id)).label("resources"))
+        .where(*overlapping)
+        .group_by(*columns)
+        .order_by(*columns)
+        .limit(limit + 1)
+    )
+    if after is not None:
+        groups_query = groups_query.where(key > sa.tuple_(*after))
+    found = session.execute(groups_query).all()
+    more = len(found) > limit
+    found = found[:limit]
+    if not found:
+        return [], {}, False
+    width = len(columns)
+    counts = {tuple(row[:width]): int(row.resources) for row in found}
+    first, last = tuple(found[0][:width]), tuple(found[-1][:width])
+
+    length = _overlap_micros(dialect, start, end)
+    size_text = sa.cast(model.size, sa.Text)
+    sums_query = (
+        sa.select(*columns, model.state, size_text.label("size_text"),
+                  sa.func.sum(length).label("micros"))
+        .where(*overlapping, key >= sa.tuple_(*first), key <= sa.tuple_(*last))
+        .group_by(*columns, model.state, size_text)
+    )
+    groups = {group_key: UsageGroup(key=group_key) for group_key in counts}
+    sizes: dict[str | None, Any] = {}
+    for row in session.execute(sums_query):
+        if row.size_text not in sizes:
+            sizes[row.size_text] = json.loads(row.size_text) if row.size_text else None
+        micros = int(row.micros)
+        if micros > 0:
+            groups[tuple(row[:width])].add_length(
+                row.state, sizes[row.size_text], dt.timedelta(microseconds=micros)
+            )
+    return list(groups.values()), counts, more
