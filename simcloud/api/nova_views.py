@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from simcloud.model import FLAVORS, Flavor, Resource, to_datetime
@@ -19,10 +20,13 @@ _POWER = {"active": 1, "resized": 1, "building": 0, "stopped": 4, "shelved": 4,
           "shelved_offloaded": 4, "deleted": 0}
 
 
+# Listing 100k servers renders the same instants over and over: remember them.
+@functools.lru_cache(maxsize=1 << 18)
 def _z(t: float) -> str:
     return to_datetime(t).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def _micro(t: float | None) -> str | None:
     return None if t is None else to_datetime(t).strftime("%Y-%m-%dT%H:%M:%S.%f")
 
