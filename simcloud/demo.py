@@ -164,7 +164,9 @@ class Demo:
         overrides = {"cloud": self.args.cloud, "buffer_dir": str(self.workdir / "buffer"),
                      "reporting_url": self.api_url,
                      "token_file": str(self.workdir / "ingest.token"),
-                     "idle_poll_s": 0.05, "retry_initial_delay_s": 0.05}
+                     "idle_poll_s": 0.05, "retry_initial_delay_s": 0.05,
+                     # the demo reads the metrics in-process; no port to collide on
+                     "metrics_bind": ""}
         for name, value in overrides.items():
             conf.set_override(name, value, group="collector")
         self.collector = Collector(conf, transport=self._transport)
