@@ -21,6 +21,7 @@ the cloud faster than the cloud answers.  Usage, from the checkout:
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,10 +32,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import openstack.config  # noqa: E402
+import requests  # noqa: E402
+import yaml  # noqa: E402
 from keystoneauth1.adapter import Adapter  # noqa: E402
 
 from simcloud.config import WorldConfig  # noqa: E402
-from simcloud.server import SimCloudServer  # noqa: E402
 from simcloud.world import World  # noqa: E402
 
 PAGE = 1000
@@ -88,11 +90,11 @@ def main() -> int:
     print(f"generation ratio {gen / base_gen:.2f} for a scale ratio "
           f"{args.scale / args.baseline_scale:.2f} (linear: equal)")
 
-    server = SimCloudServer(world.config, world=world)
-    server.start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            clouds = server.write_clouds_yaml(Path(tmp) / "clouds.yaml")
+    del world  # the served world is generated again, in its own process
+    with tempfile.TemporaryDirectory() as tmp:
+        clouds = Path(tmp) / "clouds.yaml"
+        server = _serve(args.seed, args.scale, clouds)
+        try:
             nova = _adapter(clouds, "compute")
             nova.get("/", microversion=None)  # authenticate once, outside the timing
             requests_n = 300
@@ -122,9 +124,32 @@ def main() -> int:
                 if total != live:
                     print("MISMATCH: the listings do not cover the live truth", file=sys.stderr)
                     return 1
-    finally:
-        server.stop()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
     return 0
+
+
+def _serve(seed: int, scale: int, clouds: Path) -> subprocess.Popen[bytes]:
+    """``tally-simcloud serve`` in its own process: the client must not share its GIL."""
+    process = subprocess.Popen(
+        [sys.executable, "-W", "ignore", "-m", "simcloud.cmd", "serve", "--seed", str(seed),
+         "--scale", str(scale), "--bind", "127.0.0.1:0", "--write-clouds-yaml", str(clouds)],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"tally-simcloud serve exited with {process.returncode}")
+        if clouds.exists():
+            url = yaml.safe_load(clouds.read_text())["clouds"]["sim-admin"]["auth"]["auth_url"]
+            try:
+                requests.get(url.rsplit("/identity", 1)[0] + "/_sim/clock", timeout=5)
+                return process
+            except requests.RequestException:
+                pass
+        time.sleep(0.2)
+    process.terminate()
+    raise SystemExit("tally-simcloud serve did not come up within 600 s")
 
 
 if __name__ == "__main__":

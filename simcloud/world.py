@@ -83,18 +83,17 @@ class World:
         gc.disable()
         try:
             generated = generate(config)
+            self.projects = generated.projects
+            self.admin_project = generated.admin_project
+            self.resources = generated.resources
+            self._notes = generated.notes
+            self.by_id = {r.id: r for r in self.resources}
+            self.indexes: dict[str, SortedIndex] = {
+                kind: SortedIndex([r for r in self.resources if r.kind == kind], service)
+                for kind, service in SERVICE_OF.items()}
         finally:
             if gc_was_enabled:
                 gc.enable()
-        self.projects = generated.projects
-        self.admin_project = generated.admin_project
-        self.resources = generated.resources
-        self._notes = generated.notes
-        self.by_id = {r.id: r for r in self.resources}
-        self.indexes: dict[str, SortedIndex] = {}
-        for kind, service in SERVICE_OF.items():
-            self.indexes[kind] = SortedIndex([r for r in self.resources if r.kind == kind],
-                                             service)
         self.faults = Faults()
         self._start = config.start.timestamp()
         self._clock = self._start
@@ -124,7 +123,9 @@ class World:
         """Move the clock forward to ``at``, publishing everything that happened up to it.
 
         Events dated exactly ``at`` are included.  Moving to the current instant is a
-        no-op; moving backwards raises :class:`ClockError`.
+        no-op; moving backwards raises :class:`ClockError`.  When the transport fails
+        the exception propagates and the clock stays where it was: a retry publishes
+        the whole batch again, with the same message ids (consumers dedupe them).
         """
         target = _instant(at)
         with self._clock_lock:
