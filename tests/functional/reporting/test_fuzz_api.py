@@ -1,5 +1,6 @@
 """schemathesis against a running tally-reporting (gunicorn, 2 workers) on a migrated
-SQLite database, with the OpenAPI document the server itself serves.
+database, with the OpenAPI document the server itself serves: every operation on
+SQLite, the read side on PostgreSQL too.
 
 Every operation gets a bounded number of generated requests (admin token); no
 answer may be a 500 or disagree with the document (status, content type, body
@@ -59,10 +60,20 @@ schemathesis.openapi.format("date-time", st.builds(
 ))
 
 
-@pytest.fixture
-def fuzz_server(tokens_file: str, tmp_path: Path) -> Iterator[RunningServer]:
-    """tally-reporting on a migrated SQLite database holding some history."""
-    db_url = f"sqlite:///{tmp_path / 'tally.sqlite'}"
+# What each backend's run covers.  On PostgreSQL only the read side runs for now:
+# its text columns refuse NUL, and the write side's filters still answer 500 to one
+# (reported to the write side); the read side answers 400/404.
+SCOPES = {"sqlite": None, "postgresql": "^/v1/(resources|usage)"}
+
+
+@pytest.fixture(params=sorted(SCOPES))
+def fuzz_target(request: pytest.FixtureRequest, tokens_file: str,
+                tmp_path: Path) -> Iterator[tuple[RunningServer, str | None]]:
+    """tally-reporting on a migrated database holding some history."""
+    if request.param == "sqlite":
+        db_url = f"sqlite:///{tmp_path / 'tally.sqlite'}"
+    else:
+        db_url = request.getfixturevalue("pg_database")
     migrations.upgrade(db_url)
     server = start_server(write_config(tmp_path / "reporting.conf", db_url, tokens_file),
                           tmp_path / "reporting.log")
@@ -71,7 +82,7 @@ def fuzz_server(tokens_file: str, tmp_path: Path) -> Iterator[RunningServer]:
         response = requests.post(server.base_url + "/v1/events", json={"events": SEEDED},
                                  headers=auth("ingest"), timeout=30)
         assert response.status_code == 200 and response.json()["stored"] == len(SEEDED)
-        yield server
+        yield server, SCOPES[request.param]
     finally:
         server.stop()
 
@@ -87,11 +98,14 @@ def _fuzz_operation(operation: Any, base_url: str) -> None:
     run()
 
 
-def test_api_conforms_to_its_document(fuzz_server: RunningServer) -> None:
+def test_api_conforms_to_its_document(fuzz_target: tuple[RunningServer, str | None]) -> None:
     # The document as the running server serves it (schemathesis' pytest plugin
     # cannot load a schema from a fixture under pytest 9, so operations are
     # driven here, one hypothesis run each).
+    fuzz_server, scope = fuzz_target
     schema = schemathesis.openapi.from_url(fuzz_server.base_url + "/v1/openapi.json")
+    if scope is not None:
+        schema = schema.include(path_regex=scope)
     failures: list[str] = []
     operations = 0
     for result in schema.get_all_operations():
@@ -101,7 +115,7 @@ def test_api_conforms_to_its_document(fuzz_server: RunningServer) -> None:
             _fuzz_operation(operation, fuzz_server.base_url)
         except Exception as exc:  # noqa: BLE001 - report every operation, then fail
             failures.append(f"{operation.label}: {exc}")
-    assert operations >= 16
+    assert operations >= (16 if scope is None else 5)
     assert not failures, "\n\n".join(failures)
     # Nothing reached the 500 handler, whatever the responses looked like.
     assert "unhandled error in request" not in fuzz_server.log.read_text(errors="replace")
