@@ -14,7 +14,7 @@ from reporting.api.auth import require_role
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.db.models import ResourceType
-from reporting.db.session import db_session
+from reporting.db.session import app_sessionmaker, db_session
 from reporting.ingest import utcnow
 from reporting.pagination import decode_marker, list_body, page, parse_limit
 from reporting.validation import check_size_schema, unstorable
@@ -96,9 +96,12 @@ def put_type(platform: str, resource_type: str) -> Any:
         raise ApiError(400, "invalid_schema", f"size_schema is not a valid JSON Schema: {problem}")
     if unstorable(document):
         raise ApiError(400, "invalid_schema", "size_schema holds NUL or an unpaired surrogate")
+    with app_sessionmaker()() as reader:
+        created = reader.get(ResourceType, (platform, resource_type)) is None
     session = db_session()
+    # The write transaction starts with the write: SQLite cannot always upgrade a
+    # reading transaction to a writing one while another worker writes.
     with session.begin():
-        created = session.get(ResourceType, (platform, resource_type)) is None
         # An upsert, so two concurrent PUTs of a new type both succeed (the last wins).
         dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
         insert = dialect.insert(ResourceType).values(
