@@ -113,9 +113,20 @@ def assert_projection(factory: sessionmaker[Session], events: list[dict[str, Any
     assert got == [(i.start, i.end, i.project_id, i.state, i.size, i.event_id) for i in intervals]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), events=histories())
-def test_any_arrival_order_gives_the_same_row_and_lifecycle(
+def test_any_permutation_one_event_per_batch_gives_the_same_row_and_lifecycle(
+    factory: sessionmaker[Session], data: st.DataObject, events: list[dict[str, Any]]
+) -> None:
+    for item in data.draw(st.permutations(events)):
+        (result,) = ingest_events(factory, [item], require_size_schema=False)
+        assert result.status == "stored", result
+    assert_projection(factory, events)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), events=histories())
+def test_any_arrival_order_and_batching_gives_the_same_row_and_lifecycle(
     factory: sessionmaker[Session], data: st.DataObject, events: list[dict[str, Any]]
 ) -> None:
     order = data.draw(st.permutations(events))
