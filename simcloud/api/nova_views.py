@@ -109,6 +109,8 @@ def server_view(res: Resource, now: float, version: tuple[int, int], admin: bool
             })
         if version >= (2, 16):
             server["host_status"] = "" if host is None else "UP"
+    if version >= (2, 90):
+        server["OS-EXT-SRV-ATTR:hostname"] = res.name  # shown to every caller from 2.90
     if version >= (2, 9):
         server["locked"] = False
     if version >= (2, 19):
