@@ -110,6 +110,7 @@ def _instance(res: Resource, phase: Phase, event_type: str) -> dict[str, Any]:
         "progress": "",
         "architecture": "x86_64",
         "os_type": "linux",
+        "image_ref": IMAGE_REF,
         "image_ref_url": f"http://image.simcloud.invalid/images/{IMAGE_REF}",
         "image_meta": {"base_image_ref": IMAGE_REF},
         "metadata": {},
