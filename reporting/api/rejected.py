@@ -19,6 +19,8 @@ from reporting.pagination import decode_marker, list_body, page, parse_limit
 bp = Blueprint("rejected", __name__)
 
 _LIST_TAG = "rejected-events"
+# Row ids are BIGINT; SQLite cannot even bind an integer beyond 64 bits.
+_ID_MIN, _ID_MAX = -(2**63), 2**63 - 1
 _FILTERS = {"cloud", "since", "reason", "replayed", "limit", "marker"}
 
 
@@ -46,6 +48,8 @@ def list_rejected() -> Any:
     unknown = sorted(set(args) - _FILTERS)
     if unknown:
         raise _bad(f"unknown query parameter(s): {', '.join(unknown)}")
+    if any("\x00" in value for value in args.values()):
+        raise _bad("a query parameter holds NUL")
     limit = parse_limit(args)
     query = sa.select(RejectedEvent).order_by(RejectedEvent.id).limit(limit + 1)
     if "cloud" in args:
@@ -66,6 +70,8 @@ def list_rejected() -> Any:
         query = query.where(column.is_not(None) if flag == "true" else column.is_(None))
     if "marker" in args:
         (after,) = decode_marker(_LIST_TAG, ("int",), args["marker"])
+        if not isinstance(after, int) or not _ID_MIN - 1 <= after <= _ID_MAX:
+            raise _bad("marker is not valid for this list")
         query = query.where(RejectedEvent.id > after)
     rows = list(db_session().execute(query).scalars())
     kept, marker = page(rows, limit, _LIST_TAG, lambda row: (row.id,))
@@ -81,8 +87,9 @@ def _ids(body: dict[str, Any]) -> list[int]:
         raise _bad("the body must hold a non-empty 'ids' array of rejected-event ids")
     if len(ids) > MAX_BATCH:
         raise ApiError(413, "too_many_ids", f"{len(ids)} ids in one request; at most {MAX_BATCH}")
-    if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-        raise _bad("every id must be an integer")
+    if not all(isinstance(i, int) and not isinstance(i, bool) and _ID_MIN <= i <= _ID_MAX
+               for i in ids):
+        raise _bad(f"every id must be an integer between {_ID_MIN} and {_ID_MAX}")
     return list(dict.fromkeys(ids))  # a repeated id is replayed once
 
 

@@ -59,6 +59,8 @@ def list_types() -> Any:
     )
     if "marker" in request.args:
         platform, resource_type = decode_marker(_LIST_TAG, ("str", "str"), request.args["marker"])
+        if unstorable([platform, resource_type]):
+            raise ApiError(400, "bad_request", "marker is not valid for this list")
         query = query.where(
             sa.tuple_(ResourceType.platform, ResourceType.resource_type)
             > sa.tuple_(sa.literal(platform), sa.literal(resource_type))

@@ -9,6 +9,7 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.db.models import Event, RejectedEvent
+from reporting.pagination import encode_marker
 from tests.functional.reporting.test_ingest_api import count, event, post
 from tests.unit.reporting.fixtures import auth
 
@@ -71,8 +72,10 @@ def test_pagination_walks_every_row_once(client: FlaskClient) -> None:
 
 
 def test_list_errors(client: FlaskClient) -> None:
+    huge = encode_marker("rejected-events", [2**70])
     for query in ("limit=0", "limit=1001", "limit=x", "marker=garbage", "since=yesterday",
-                  "replayed=maybe", "colour=blue"):
+                  "replayed=maybe", "colour=blue", f"marker={huge}", "cloud=a%00b",
+                  "reason=%00"):
         response = client.get(f"/v1/rejected-events?{query}", headers=auth("read"))
         assert response.status_code == 400, query
         assert response.get_json()["error"]["code"] == "bad_request"
@@ -115,7 +118,8 @@ def test_replay_after_schema_fix(client: FlaskClient, session_factory: sessionma
 def test_replay_errors(client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
     url = "/v1/rejected-events/replay"
     for body in (b"not json", b"[]", b'{"ids": []}', b'{"ids": ["1"]}', b'{"ids": [true]}',
-                 b'{"ids": [1], "x": 1}', b'{}'):
+                 b'{"ids": [1], "x": 1}', b'{}', b'{"ids": [9223372036854775808]}',
+                 b'{"ids": [1.5]}'):
         response = client.post(url, data=body, headers=auth("admin"))
         assert response.status_code == 400, body
     too_many = client.post(url, json={"ids": list(range(1001))}, headers=auth("admin"))

@@ -6,6 +6,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from mapping.size_schemas import LOADBALANCER_SEED_MARKER_KEY, SEEDED_SIZE_SCHEMAS
+from reporting.pagination import encode_marker
 from tests.functional.reporting.test_ingest_api import event, post
 from tests.unit.reporting.fixtures import auth
 
@@ -30,6 +31,14 @@ def test_list_pages(client: FlaskClient) -> None:
         seen += [i["resource_type"] for i in body["items"]]
         url = f"/v1/resource-types?limit=2&marker={body['next_marker']}" if body["next_marker"] else ""
     assert seen == sorted(SEEDED_SIZE_SCHEMAS)
+
+
+def test_list_refuses_a_bad_marker(client: FlaskClient) -> None:
+    for marker in ("garbage", encode_marker("resource-types", ["open\x00stack", "x"]),
+                   encode_marker("rejected-events", [1])):
+        response = client.get(f"/v1/resource-types?marker={marker}", headers=auth("read"))
+        assert response.status_code == 400, marker
+    assert client.get("/v1/resource-types?colour=1", headers=auth("read")).status_code == 400
 
 
 def test_get_one_and_unknown(client: FlaskClient) -> None:
