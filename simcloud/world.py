@@ -61,6 +61,8 @@ class SortedIndex:
                 return None
             start = pos + 1
         out: list[Resource] = []
+        if limit <= 0:
+            return out, False
         items = self.items
         for i in range(start, len(items)):
             res = items[i]

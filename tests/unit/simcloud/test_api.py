@@ -220,3 +220,14 @@ def test_volume_types_and_names(sim: SimCloudServer, admin: str, member: str) ->
                all_tenants="1").json()["volumes"]
     assert all(v["volume_type"] in names and "volume_type_id" in v for v in vols)
     assert get(sim, "/volume/v3/volumes/detail", admin, "volume 3.72").status_code == 406
+
+
+def test_glance_default_page_and_limit_zero() -> None:
+    with running_simcloud(WorldConfig(seed=8, scale=600, hidden_image_fraction=0.0)) as server:
+        token = password_token(server, "admin")
+        images = get(server, "/image/v2/images", token).json()
+        assert len(images["images"]) == 25 and "limit=25" in images["next"]
+        assert get(server, "/image/v2/images", token, limit=0).json()["images"] == []
+        everything = get(server, "/networking/v2.0/floatingips", token, limit=0).json()
+        assert len(everything["floatingips"]) == len(_live_ids(server, model.FLOATING_IP))
+        assert get(server, "/compute/v2.1/servers/detail", token, limit=-1).status_code == 400
