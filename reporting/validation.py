@@ -252,7 +252,8 @@ def _size_names(session: Session, items: Iterable[Any]) -> dict[SizeNameKey, str
         try:
             if item["resource_type"] == "volume":
                 type_id = item["payload"]["size"]["type"]
-                if isinstance(type_id, str):
+                # Only ids a size_names row can hold; the item is checked later anyway.
+                if isinstance(type_id, str) and len(type_id) <= 255 and not unstorable(type_id):
                     wanted.add((str(item["platform"]), str(item["cloud"]), type_id))
         except (KeyError, TypeError, IndexError):
             continue

@@ -175,6 +175,8 @@ def _without(field: str) -> dict[str, Any]:
         (event(1, project_id=""), "event_schema: /project_id: may be empty only on a delete"),
         (event(1, event_id="a\x00b"), "event_schema: a string holds NUL"),
         (event(1, payload={"state": "\ud800"}), "event_schema: a string holds NUL or an unpaired"),
+        (event(1, resource_type="volume", payload={"size": {"size_gb": 1, "type": "t\x00"}}),
+         "event_schema: a string holds NUL"),
         (event(1, payload={"size": {"vcpus": -1, "ram_gb": 1, "disk_gb": 1, "flavor": "f"}}),
          "size_schema: openstack/instance: /vcpus"),
         (event(1, payload={"size": {"vcpus": 1, "ram_gb": 1, "disk_gb": 1, "flavor": "f", "x": 1}}),
