@@ -14,6 +14,7 @@ from typing import Any
 
 DEFAULT_START = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 STOCK_EXCHANGES = ("nova", "cinder", "neutron", "glance", "octavia")
+API_SERVICE_TYPES = ("compute", "block-storage", "network", "image", "load-balancer")
 
 
 class ConfigError(ValueError):
@@ -58,9 +59,11 @@ class WorldConfig:
     # Exchange per service, overriding the stock names (nova, cinder, neutron, glance,
     # octavia) as a deployment's control_exchange would; tests sharing a broker use it.
     exchanges: dict[str, str] = dataclasses.field(default_factory=dict)
-    # keystonemiddleware's [keystone_authtoken] service_type of cinder: an access
-    # rule applies only when this type is in the catalog (kolla renders "volume").
-    cinder_authtoken_service_type: str = "block-storage"
+    # keystonemiddleware's [keystone_authtoken] service_type per API (catalog type ->
+    # configured type); by default each API's own catalog type.  An application
+    # credential with access rules is refused (401) by an API whose configured type is
+    # empty or not in the catalog: kolla renders "volume" for cinder, for instance.
+    authtoken_service_types: dict[str, str] = dataclasses.field(default_factory=dict)
     admin_password: str = "simcloud-admin"  # noqa: S105 - a simulated cloud's account
     member_password: str = "simcloud-member"  # noqa: S105
 
@@ -80,12 +83,19 @@ class WorldConfig:
             raise ConfigError(f"reorder_window must be >= 2, got {self.reorder_window}")
         if self.start.tzinfo is None:
             raise ConfigError("start must be an aware datetime (UTC)")
+        unknown_apis = set(self.authtoken_service_types) - set(API_SERVICE_TYPES)
+        if unknown_apis:
+            raise ConfigError(f"authtoken_service_types: unknown APIs {sorted(unknown_apis)}; "
+                              f"one of {', '.join(API_SERVICE_TYPES)}")
         unknown = set(self.exchanges) - set(STOCK_EXCHANGES)
         if unknown:
             raise ConfigError(f"exchanges: unknown services {sorted(unknown)}; "
                               f"one of {', '.join(STOCK_EXCHANGES)}")
         if self.transport is not None and self.transport_url is not None:
             raise ConfigError("give transport or transport_url, not both")
+
+    def authtoken_service_type(self, service: str) -> str:
+        return self.authtoken_service_types.get(service, service)
 
     def exchange(self, service: str) -> str:
         return self.exchanges.get(service, service)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from flask import Blueprint, Response, current_app, g, request
+from flask import Blueprint, Response, g, request
 
 from simcloud import model
 from simcloud.api import common
@@ -27,17 +27,13 @@ def _bad(message: str, code: int = 400) -> Response:
     return common.json_response({name: {"code": code, "message": message}}, code)
 
 
-def _authtoken_type() -> str:
-    return str(current_app.config["SIMCLOUD_WORLD"].config.cinder_authtoken_service_type)
-
-
 def _is_version_document() -> bool:
     return request.path.rstrip("/") in ("/volume", "/volume/v3")
 
 
 def guard() -> Response | None:
     """Run before every request under this prefix, matched route or not."""
-    denied = common.guard("block-storage", _authtoken_type, public=_is_version_document)
+    denied = common.guard("block-storage", public=_is_version_document)
     if denied is not None or _is_version_document():
         return denied
     header = request.headers.get("OpenStack-API-Version", "")

@@ -69,8 +69,7 @@ def base_url() -> str:
     return request.host_url.rstrip("/")
 
 
-def guard(service: str, authtoken_type: Callable[[], str],
-          public: Callable[[], bool] = lambda: False) -> Response | None:
+def guard(service: str, public: Callable[[], bool] = lambda: False) -> Response | None:
     """Faults, then keystonemiddleware: a Response to answer instead, or None to go on."""
     fault = world().faults.get(service)
     if fault is not None:
@@ -85,7 +84,8 @@ def guard(service: str, authtoken_type: Callable[[], str],
     found = identity().validate(request.headers.get("X-Auth-Token"))
     if found is None:
         return unauthorized()
-    if not access_allowed(found, authtoken_type(), CATALOG_TYPES, request.method,
+    authtoken_type = world().config.authtoken_service_types.get(service, service)
+    if not access_allowed(found, authtoken_type, CATALOG_TYPES, request.method,
                           request.path):
         return unauthorized()
     g.token = found

@@ -30,7 +30,7 @@ def _is_version_document() -> bool:
 
 def guard() -> Response | None:
     """Run before every request under this prefix, matched route or not."""
-    return common.guard("image", lambda: "image", public=_is_version_document)
+    return common.guard("image", public=_is_version_document)
 
 
 def _versions() -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ def _is_version_document() -> bool:
 
 def guard() -> Response | None:
     """Run before every request under this prefix, matched route or not."""
-    return common.guard("network", lambda: "network", public=_is_version_document)
+    return common.guard("network", public=_is_version_document)
 
 
 @bp.get("/")

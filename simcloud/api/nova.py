@@ -48,8 +48,7 @@ def _is_version_document() -> bool:
 
 def guard() -> Response | None:
     """Run before every request under this prefix, matched route or not."""
-    denied = common.guard("compute", lambda: "compute",
-                          public=lambda: request.path.rstrip("/") == "/compute")
+    denied = common.guard("compute", public=lambda: request.path.rstrip("/") == "/compute")
     if denied is not None:
         return denied
     if _is_version_document():

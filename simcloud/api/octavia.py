@@ -28,7 +28,7 @@ def _is_version_document() -> bool:
 
 def guard() -> Response | None:
     """Run before every request under this prefix, matched route or not."""
-    return common.guard("load-balancer", lambda: "load-balancer", public=_is_version_document)
+    return common.guard("load-balancer", public=_is_version_document)
 
 
 @bp.get("/")

@@ -50,10 +50,12 @@ def test_access_rules_of_a_read_only_credential() -> None:
 
 def test_cinder_with_a_service_type_the_catalog_lacks() -> None:
     with running_simcloud(WorldConfig(seed=2, scale=30,
-                                      cinder_authtoken_service_type="volume")) as sim:
+                                      authtoken_service_types={"block-storage": "volume",
+                                                               "network": ""})) as sim:
         cred = sim.reader_credential
         token = app_credential_token(sim, cred.id, cred.secret).headers["X-Subject-Token"]
         assert get(sim, "/volume/v3/volumes/detail", token).status_code == 401
+        assert get(sim, "/networking/v2.0/floatingips", token).status_code == 401  # unset
         assert get(sim, "/compute/v2.1/servers/detail", token).status_code == 200
         admin = password_token(sim, "admin")  # no access rules: unaffected
         assert get(sim, "/volume/v3/volumes/detail", admin).status_code == 200
