@@ -13,6 +13,7 @@
 
 Usage: python bench/ingest.py [--pg-url postgresql+psycopg://postgres@127.0.0.1/postgres]
        [--events 40000] [--rounds 3] [--small 10000] [--large 1000000]
+       [--target URL --token T --db-url URL]   # post to a running tally-reporting
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,13 @@ def interleaved(base_url: str, token: str, url: str, events: list[dict[str, Any]
     return len(events) / api_seconds, len(events) / plain_seconds
 
 
+def drop_baseline_table(url: str) -> None:
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE IF EXISTS bench_events"))
+    engine.dispose()
+
+
 def analyze(url: str) -> None:
     """ANALYZE, as autovacuum does on a running server.
 
@@ -266,26 +274,41 @@ def main() -> int:
     parser.add_argument("--large", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--samples", type=int, default=60, help="late events per database")
+    parser.add_argument("--target", help="URL of a running tally-reporting to post to "
+                        "instead of starting one (needs --token and --db-url)")
+    parser.add_argument("--token", help="an ingest token of --target")
+    parser.add_argument("--db-url", help="the PostgreSQL URL of --target's database")
     args = parser.parse_args()
+    if args.target and not (args.token and args.db_url):
+        parser.error("--target needs --token and --db-url")
     if args.events < 40_000:
         print("note: fewer than 40,000 events make a noisy figure", file=sys.stderr)
 
     # Rounds alternate the two measurements so a neighbour's load hits both alike;
     # each round posts new events (the database grows the same way for both).
     api_rates, baseline_rates = [], []
-    with fresh_database(args.pg_url) as url, tempfile.TemporaryDirectory() as workdir:
-        with server(url, Path(workdir)) as (base_url, token):
-            warm_up = make_events(BATCH * 10, "warm")
-            post_all(base_url, token, warm_up)
-            plain_insert(url, warm_up)
-            for round_ in range(args.rounds):
-                analyze(url)
-                events = make_events(args.events, f"r{round_}")
-                api_rate, baseline_rate = interleaved(base_url, token, url, events)
-                api_rates.append(api_rate)
-                baseline_rates.append(baseline_rate)
-                print(f"round {round_ + 1}: api {api_rates[-1]:,.0f} events/s, "
-                      f"plain {baseline_rates[-1]:,.0f} events/s")
+    with ExitStack() as stack:
+        if args.target:
+            # An already running tally-reporting; --db-url is its database (the
+            # baseline table is created there and dropped afterwards).
+            base_url, token, url = args.target, args.token, args.db_url
+            stack.callback(drop_baseline_table, url)
+        else:
+            url = stack.enter_context(fresh_database(args.pg_url))
+            workdir = stack.enter_context(tempfile.TemporaryDirectory())
+            base_url, token = stack.enter_context(server(url, Path(workdir)))
+        tag = uuid.uuid4().hex[:8]  # new event ids on every run against a target
+        warm_up = make_events(BATCH * 10, f"warm-{tag}")
+        post_all(base_url, token, warm_up)
+        plain_insert(url, warm_up)
+        for round_ in range(args.rounds):
+            analyze(url)
+            events = make_events(args.events, f"r{round_}-{tag}")
+            api_rate, baseline_rate = interleaved(base_url, token, url, events)
+            api_rates.append(api_rate)
+            baseline_rates.append(baseline_rate)
+            print(f"round {round_ + 1}: api {api_rates[-1]:,.0f} events/s, "
+                  f"plain {baseline_rates[-1]:,.0f} events/s")
     ratios = [a / b for a, b in zip(api_rates, baseline_rates, strict=True)]
     print(f"ingest via tally-reporting (2 workers, fold included): "
           f"{statistics.median(api_rates):,.0f} events/s (median of {args.rounds} rounds)")
