@@ -145,7 +145,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     try:
         server.bind()
-    except OSError as exc:
+    except (OSError, SystemExit) as exc:  # werkzeug exits on an address in use
         print(f"tally-simcloud: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
         return 1
     if args.write_clouds_yaml:

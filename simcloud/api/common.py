@@ -84,7 +84,7 @@ def guard(service: str, public: Callable[[], bool] = lambda: False) -> Response 
     found = identity().validate(request.headers.get("X-Auth-Token"))
     if found is None:
         return unauthorized()
-    authtoken_type = world().config.authtoken_service_types.get(service, service)
+    authtoken_type = world().config.authtoken_service_type(service)
     if not access_allowed(found, authtoken_type, CATALOG_TYPES, request.method,
                           request.path):
         return unauthorized()
