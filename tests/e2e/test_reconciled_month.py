@@ -1,0 +1,133 @@
+"""End to end: a simulated month, a lossy collector, a sync every 10 virtual minutes.
+
+The simulated cloud publishes its notifications to the real RabbitMQ with 10% loss,
+2% duplicates and reordering; the real tally-collector delivers what arrives to the
+real tally-reporting, which a sync corrects every 10 virtual minutes.  At the end
+the projection equals the platform's truth for every resource, every instance
+delete is dated at nova's own instant, every other delete a collector lost is
+dated within one sync interval (plus the settle window) of the truth, and a further
+sync books nothing.
+
+Bounded for CI: a small world (TALLY_E2E_SCALE, default 30) over TALLY_E2E_DAYS
+(default 30) days.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from mapping.event import format_timestamp, parse_timestamp
+from simcloud.config import STOCK_EXCHANGES, WorldConfig
+from simcloud.server import SimCloudServer
+from tests.e2e.harness import Collector, Reporting, wait_until
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.rabbit]
+
+CLOUD = "e2e"
+INTERVAL = dt.timedelta(minutes=10)
+SETTLE = dt.timedelta(seconds=60)
+
+
+def naive(value: str) -> dt.datetime:
+    return parse_timestamp(value).replace(tzinfo=None)
+
+
+def _rows(engine: sa.Engine) -> dict[tuple[str, str], sa.Row]:
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(
+            "SELECT resource_type, resource_id, project_id, state, size, live, deleted_at "
+            "FROM current_resources WHERE cloud = :c"), {"c": CLOUD})
+        return {(r.resource_type, r.resource_id): r for r in rows}
+
+
+def _collector_events(engine: sa.Engine) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(sa.text(
+            "SELECT count(*) FROM events WHERE cloud = :c AND source = 'collector'"),
+            {"c": CLOUD}).scalar_one())
+
+
+def _wait_for_collector_to_settle(engine: sa.Engine) -> None:
+    last = [-1, time.monotonic()]
+
+    def settled() -> bool:
+        count = _collector_events(engine)
+        if count != last[0]:
+            last[:] = [count, time.monotonic()]
+            return False
+        return time.monotonic() - last[1] > 3
+
+    wait_until(settled, 120, "the collector to deliver everything")
+
+
+def test_a_reconciled_month_equals_the_truth(pg_database: str, rabbit_url: str,
+                                             tmp_path: Path):
+    scale = int(os.environ.get("TALLY_E2E_SCALE", "30"))
+    days = int(os.environ.get("TALLY_E2E_DAYS", "30"))
+    tag = uuid.uuid4().hex[:8]
+    exchanges = {service: f"e2e-{tag}-{service}" for service in STOCK_EXCHANGES}
+    config = WorldConfig(seed=2026, scale=scale, days=days, loss=0.10, duplicate=0.02,
+                         reorder=True, transport_url=rabbit_url, exchanges=exchanges)
+    world = SimCloudServer(config)
+    world.start()
+    clouds_yaml = world.write_clouds_yaml(tmp_path / "clouds.yaml")
+    reporting = Reporting(tmp_path, pg_database, CLOUD, "sim-admin", clouds_yaml)
+    collector = Collector(tmp_path, CLOUD, rabbit_url, reporting.url, f"tally-e2e-{tag}",
+                          list(exchanges.values()))
+    engine = sa.create_engine(pg_database)
+    try:
+        time.sleep(3)  # the collector declares its queues before anything is published
+        start = config.start
+        end = config.end + dt.timedelta(hours=1)  # transitions under way at the end finish
+        at = start + INTERVAL
+        syncs = 0
+        while at <= end:
+            world.world.advance_to(at)
+            response = reporting.sync(CLOUD, format_timestamp(at))
+            assert response.status_code == 200, (at, response.text)
+            syncs += 1
+            at += INTERVAL
+        final = at - INTERVAL
+        _wait_for_collector_to_settle(engine)
+        response = reporting.sync(CLOUD, format_timestamp(final))
+        assert response.status_code == 200, response.text
+
+        truth = world.world.truth(final)
+        rows = _rows(engine)
+        live_truth = [r for r in truth if r["live"]]
+        assert live_truth and syncs >= days * 144
+        # 1. the projection equals the truth for every resource
+        for record in truth:
+            row = rows.get((record["resource_type"], record["resource_id"]))
+            if not record["live"]:
+                assert row is None or not row.live, record
+                continue
+            assert row is not None and row.live, record
+            assert (row.project_id, row.state, row.size) == (
+                record["project_id"], record["state"], record["size"]), record
+        # 2. deletes: instances at nova's instant, the rest within one interval (+ settle)
+        deleted = [r for r in truth if r["deleted_at"] is not None
+                   and (r["resource_type"], r["resource_id"]) in rows]
+        assert any(r["resource_type"] == "instance" for r in deleted)
+        for record in deleted:
+            row = rows[(record["resource_type"], record["resource_id"])]
+            real = naive(record["deleted_at"])
+            if record["resource_type"] == "instance":
+                assert row.deleted_at == real, record
+            else:
+                assert real <= row.deleted_at <= real + INTERVAL + SETTLE, record
+        # 3. a further sync books nothing
+        again = reporting.sync(CLOUD, format_timestamp(final)).json()["stats"]
+        assert (again["created"], again["updated"], again["deleted"]) == (0, 0, 0)
+    finally:
+        collector.stop()
+        reporting.stop()
+        world.stop()
+        engine.dispose()
