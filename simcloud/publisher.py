@@ -110,7 +110,7 @@ class Publisher:
                 self._notifiers[service] = VirtualClockNotifier(
                     _ExchangeTransport(transport, config.exchange(service)),
                     driver="messagingv2",
-                    topics=[TOPIC], serializer=_ContextSerializer(), retry=3)
+                    topics=[TOPIC], serializer=_ContextSerializer())
 
     @property
     def enabled(self) -> bool:

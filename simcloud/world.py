@@ -125,9 +125,9 @@ class World:
         """Move the clock forward to ``at``, publishing everything that happened up to it.
 
         Events dated exactly ``at`` are included.  Moving to the current instant is a
-        no-op; moving backwards raises :class:`ClockError`.  When the transport fails
-        the exception propagates and the clock stays where it was: a retry publishes
-        the whole batch again, with the same message ids (consumers dedupe them).
+        no-op; moving backwards raises :class:`ClockError`.  Publishing uses oslo's
+        notifier retry default (forever), so while the broker is unreachable the move
+        blocks, as a service's notifier does, and nothing is lost.
         """
         target = _instant(at)
         with self._clock_lock:

@@ -67,3 +67,4 @@ def test_loss_duplication_and_reordering(fake_bus) -> None:
     first_ids = [m["metadata"]["message_id"] for m in both[:report["sent"]]]
     second_ids = [m["metadata"]["message_id"] for m in both[report["sent"]:]]
     assert sorted(first_ids) == sorted(second_ids)
+
