@@ -138,18 +138,29 @@ _PG_INSERT = sa.text(
 )
 
 
-def _insert_events(session: Session, rows: list[dict[str, Any]]) -> dict[str, int]:
+def _insert_events(
+    session: Session, events: list[ValidEvent], received_at: dt.datetime
+) -> dict[str, int]:
     """Insert-or-ignore; answers {event_id: seq} of the rows this call inserted."""
     if session.get_bind().dialect.name == "postgresql":
-        params = {"batch": pg_batch.dumps([{c: row[c] for c in _COLUMNS} for row in rows]),
-                  "received_at": rows[0]["received_at"]}
+        batch = [
+            {"event_id": e.event_id, "event_type": e.event_type, "platform": e.platform,
+             "cloud": e.cloud, "resource_type": e.resource_type, "resource_id": e.resource_id,
+             "project_id": e.project_id, "timestamp": e.timestamp.isoformat(),
+             "source": e.source, "payload": e.payload}
+            for e in events
+        ]
+        params = {"batch": pg_batch.dumps(batch), "received_at": received_at}
         return {event_id: seq for event_id, seq in session.execute(_PG_INSERT, params)}
     stmt = (
         sqlite.insert(_EVENTS)
         .on_conflict_do_nothing(index_elements=["event_id"])
         .returning(_EVENTS.c.event_id, _EVENTS.c.seq)
     )
-    return {event_id: seq for event_id, seq in session.execute(stmt, rows)}
+    return {
+        event_id: seq
+        for event_id, seq in session.execute(stmt, [e.row(received_at) for e in events])
+    }
 
 
 def _store(
@@ -164,7 +175,7 @@ def _store(
     stored: set[int] = set()
     with factory() as session, session.begin():
         if to_insert:
-            seqs = _insert_events(session, [e.row(received_at) for _, e in to_insert])
+            seqs = _insert_events(session, [e for _, e in to_insert], received_at)
             new_events: dict[projection.ResourceKey, list[fold.FoldEvent]] = (
                 collections.defaultdict(list)
             )
@@ -230,11 +241,14 @@ def _count(items: Sequence[Any], checked: list[ValidEvent | str], results: list[
     counts: collections.Counter[tuple[str, str, str]] = collections.Counter()
     received: set[str] = set()
     for result, outcome in zip(results, checked, strict=True):
-        item = items[result.index]
-        cloud = _readable(item, "cloud") or ""
-        source = _readable(item, "source") or ""
-        if isinstance(outcome, str) and source not in ("collector", "reconciliation"):
-            source = "invalid"
+        if isinstance(outcome, ValidEvent):
+            cloud, source = outcome.cloud, outcome.source
+        else:
+            item = items[result.index]
+            cloud = _readable(item, "cloud") or ""
+            source = _readable(item, "source") or ""
+            if source not in ("collector", "reconciliation"):
+                source = "invalid"
         counts[(cloud, source, result.status)] += 1
         if result.status == "stored":
             received.add(cloud)
