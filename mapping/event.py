@@ -122,7 +122,9 @@ def format_timestamp(moment: dt.datetime) -> str:
     """
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat, not strftime: %Y drops the zero padding of years below 1000.
+    utc = moment.astimezone(dt.UTC).replace(tzinfo=None)
+    return utc.isoformat(timespec="microseconds") + "Z"
 
 
 def normalize_timestamp(value: str) -> str:

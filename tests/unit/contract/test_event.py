@@ -64,6 +64,10 @@ def test_bad_timestamps_are_refused(text: str) -> None:
         event.parse_timestamp(text)
 
 
+def test_format_timestamp_pads_early_years() -> None:
+    assert event.normalize_timestamp("0421-12-10T01:21:58Z") == "0421-12-10T01:21:58.000000Z"
+
+
 def test_format_timestamp_treats_naive_as_utc() -> None:
     naive = dt.datetime(2026, 11, 29, 23, 46, 12, 702142)
     assert event.format_timestamp(naive) == "2026-11-29T23:46:12.702142Z"
