@@ -97,6 +97,8 @@ class World:
             if gc_was_enabled:
                 gc.enable()
         self.faults = Faults()
+        # API views may keep the never-changing parts of their renderings here.
+        self.view_cache: dict[str, Any] = {}
         self._start = config.start.timestamp()
         self._clock = self._start
         self._next_note = 0

@@ -199,8 +199,9 @@ def servers_detail(project_id: str | None = None) -> Response:
         return _bad(f"marker [{args.get('marker')}] not found")
     items, full = page
     base = common.base_url()
-    servers = [server_view(res, now, version, tok.is_admin, base, faults.in_down_cell(res.id))
-               for res in items]
+    cache = w.view_cache.setdefault("nova-servers", {})
+    servers = [server_view(res, now, version, tok.is_admin, base, faults.in_down_cell(res.id),
+                           cache) for res in items]
     body: dict[str, Any] = {"servers": servers}
     if items and len(items) == page_size:
         body["servers_links"] = [{"rel": "next", "href": common.page_link(

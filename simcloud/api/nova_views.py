@@ -39,63 +39,76 @@ def status_of(vm_state: str, task: str | None) -> str:
     return _VM_STATUS.get(vm_state, "UNKNOWN")
 
 
+StaticCache = dict[tuple[str, str, tuple[int, int], bool], dict[str, Any]]
+# Per world: the never-changing part of each server's view, per (base, version, admin).
+_CACHE_LIMIT = 1 << 16
+
+
 def server_view(res: Resource, now: float, version: tuple[int, int], admin: bool, base: str,
-                down_cell: bool) -> dict[str, Any]:
+                down_cell: bool, cache: StaticCache) -> dict[str, Any]:
     phase = res.phase_at(now)
-    links = [{"rel": "self", "href": f"{base}/compute/v2.1/{phase.project}/servers/{res.id}"},
-             {"rel": "bookmark", "href": f"{base}/compute/{phase.project}/servers/{res.id}"}]
+    key = (res.id, base, version, admin)
+    static = cache.get(key)
+    if static is None:
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()  # bounded memory; a listing rebuilds what it needs
+        static = cache[key] = _static(res, base, version, admin)
     if down_cell and version >= (2, 69):
         # A server in a cell nova cannot reach: the minimal record of its mapping.
         return {"id": res.id, "status": "UNKNOWN", "tenant_id": phase.project,
-                "created": _z(res.created_at), "links": links}
+                "created": static["created"], "links": static["links"]}
     gone = res.deleted_at is not None and res.deleted_at <= now
     vm_state = "deleted" if gone else phase.status
     task = None if gone else phase.task
-    flavor = FLAVORS[phase.size]
     launched = res.ready_at if res.ready_at <= now else None
+    offloaded = vm_state == "shelved_offloaded"
+    server = dict(static)  # the parts that never change, shared between listings
+    server["status"] = status_of(vm_state, task)
+    server["hostId"] = "" if offloaded else static["hostId"]
+    server["updated"] = _z(res.updated_at(now))
+    server["OS-SRV-USG:launched_at"] = _micro(launched)
+    server["OS-SRV-USG:terminated_at"] = _micro(res.deleted_at) if gone else None
+    server["OS-EXT-STS:task_state"] = task
+    server["OS-EXT-STS:vm_state"] = vm_state
+    server["OS-EXT-STS:power_state"] = _POWER.get(vm_state, 0)
+    server["flavor"] = _flavor(phase.size, version, admin, base)
+    if admin:
+        host = None if offloaded else res.host
+        server["OS-EXT-SRV-ATTR:host"] = host
+        server["OS-EXT-SRV-ATTR:hypervisor_hostname"] = host
+        if version >= (2, 16):
+            server["host_status"] = "" if host is None else "UP"
+    return server
+
+
+def _static(res: Resource, base: str, version: tuple[int, int], admin: bool
+            ) -> dict[str, Any]:
+    project = res.phases[0].project  # a server never changes project
     server: dict[str, Any] = {
         "id": res.id,
         "name": res.name,
-        "status": status_of(vm_state, task),
-        "tenant_id": phase.project,
+        "tenant_id": project,
         "user_id": res.user_id,
         "metadata": {},
-        "hostId": "" if vm_state == "shelved_offloaded" else res.host.encode().hex()[:56],
+        "hostId": res.host.encode().hex()[:56],
         "image": {"id": "70a599e0-31e7-49b7-b260-868f441e862b", "links": [
             {"rel": "bookmark",
              "href": f"{base}/compute/images/70a599e0-31e7-49b7-b260-868f441e862b"}]},
         "created": _z(res.created_at),
-        "updated": _z(res.updated_at(now)),
         "addresses": {},
         "accessIPv4": "",
         "accessIPv6": "",
-        "links": links,
+        "links": [{"rel": "self", "href": f"{base}/compute/v2.1/{project}/servers/{res.id}"},
+                  {"rel": "bookmark", "href": f"{base}/compute/{project}/servers/{res.id}"}],
         "OS-DCF:diskConfig": "AUTO",
         "progress": 0,
         "OS-EXT-AZ:availability_zone": "nova",
         "config_drive": "",
         "key_name": None,
-        "OS-SRV-USG:launched_at": _micro(launched),
-        "OS-SRV-USG:terminated_at": _micro(res.deleted_at) if gone else None,
         "security_groups": [{"name": "default"}],
-        "OS-EXT-STS:task_state": task,
-        "OS-EXT-STS:vm_state": vm_state,
-        "OS-EXT-STS:power_state": _POWER.get(vm_state, 0),
         "os-extended-volumes:volumes_attached": [],
     }
-    if version < (2, 47):
-        server["flavor"] = {"id": flavor.id, "links": [
-            {"rel": "bookmark", "href": f"{base}/compute/flavors/{flavor.id}"}]}
-    else:
-        server["flavor"] = {"vcpus": flavor.vcpus, "ram": flavor.ram_mb, "disk": flavor.disk_gb,
-                            "ephemeral": flavor.ephemeral_gb, "swap": 0,
-                            "original_name": flavor.name}
-        if admin:
-            server["flavor"]["extra_specs"] = {}
     if admin:
-        host = None if vm_state == "shelved_offloaded" else res.host
-        server["OS-EXT-SRV-ATTR:host"] = host
-        server["OS-EXT-SRV-ATTR:hypervisor_hostname"] = host
         server["OS-EXT-SRV-ATTR:instance_name"] = "instance-" + res.id[:8]
         if version >= (2, 3):
             server.update({
@@ -107,8 +120,6 @@ def server_view(res: Resource, now: float, version: tuple[int, int], admin: bool
                 "OS-EXT-SRV-ATTR:root_device_name": "/dev/vda",
                 "OS-EXT-SRV-ATTR:user_data": None,
             })
-        if version >= (2, 16):
-            server["host_status"] = "" if host is None else "UP"
     if version >= (2, 90):
         server["OS-EXT-SRV-ATTR:hostname"] = res.name  # shown to every caller from 2.90
     if version >= (2, 9):
@@ -126,6 +137,20 @@ def server_view(res: Resource, now: float, version: tuple[int, int], admin: bool
     if version >= (2, 100):
         server["scheduler_hints"] = {}
     return server
+
+
+@functools.lru_cache(maxsize=1024)
+def _flavor(index: int, version: tuple[int, int], admin: bool, base: str) -> dict[str, Any]:
+    flavor = FLAVORS[index]
+    if version < (2, 47):
+        return {"id": flavor.id, "links": [
+            {"rel": "bookmark", "href": f"{base}/compute/flavors/{flavor.id}"}]}
+    embedded: dict[str, Any] = {"vcpus": flavor.vcpus, "ram": flavor.ram_mb,
+                                "disk": flavor.disk_gb, "ephemeral": flavor.ephemeral_gb,
+                                "swap": 0, "original_name": flavor.name}
+    if admin:
+        embedded["extra_specs"] = {}
+    return embedded
 
 
 def flavor_view(flavor: Flavor, version: tuple[int, int], base: str) -> dict[str, Any]:
