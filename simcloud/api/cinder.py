@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -88,6 +89,7 @@ def _scope(project_id: str | None) -> Response | None:
     return None
 
 
+@functools.lru_cache(maxsize=1 << 17)  # listings render the same instants over and over
 def _micro(t: float | None) -> str | None:
     return None if t is None else to_datetime(t).strftime("%Y-%m-%dT%H:%M:%S.%f")
 
