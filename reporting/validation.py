@@ -32,8 +32,10 @@ class _SchemaCheck:
     """One schema, checked by jsonschema-rs (fast path: ingest validates up to 1000
     items per request) and explained by jsonschema (the reasons clients read).
 
-    Where the two disagree, or the Rust validator cannot take a value (an integer
-    beyond 64 bits), the Python validator decides.
+    An instance is refused when either validator refuses it: the Rust one follows
+    ECMA-262 where Python's ``re`` differs (``$`` also matches before a trailing
+    newline), and the Python one takes what the Rust one cannot (integers beyond 64
+    bits) and documents the Rust one does not support.
     """
 
     def __init__(self, schema: dict[str, Any]) -> None:
@@ -45,14 +47,22 @@ class _SchemaCheck:
         except Exception:  # a document the Rust validator does not support
             self._fast = None
 
-    def first_error(self, instance: Any) -> jsonschema.ValidationError | None:
+    def first_error(self, instance: Any) -> tuple[str, str] | None:
+        """``(json pointer, message)`` of the first problem, or None when valid."""
+        fast_refuses: Any = None
         if self._fast is not None:
             try:
                 if self._fast.is_valid(instance):
                     return None
+                fast_refuses = next(iter(self._fast.iter_errors(instance)), None)
             except Exception:  # noqa: S110 - the Python validator decides below
                 pass
-        return jsonschema.exceptions.best_match(self._explain.iter_errors(instance))
+        error = jsonschema.exceptions.best_match(self._explain.iter_errors(instance))
+        if error is not None:
+            return _where(error.absolute_path), error.message
+        if fast_refuses is not None:
+            return _where(fast_refuses.instance_path), str(fast_refuses.message)
+        return None
 
 
 _EVENT_CHECK = _SchemaCheck(EVENT_SCHEMA)
@@ -101,9 +111,9 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_REASON_LEN else text[: MAX_REASON_LEN - 3] + "..."
 
 
-def _where(error: jsonschema.ValidationError) -> str:
-    path = "/".join(str(part) for part in error.absolute_path)
-    return f"/{path}" if path else "(root)"
+def _where(path: Iterable[Any]) -> str:
+    pointer = "/".join(str(part) for part in path)
+    return f"/{pointer}" if pointer else "(root)"
 
 
 # \u0000 as json.dumps writes a NUL: preceded by an even number of backslashes.
@@ -148,7 +158,7 @@ def check_size_schema(document: Any) -> str | None:
         cls = jsonschema.validators.validator_for(document, default=jsonschema.Draft202012Validator)
         cls.check_schema(document)
     except jsonschema.SchemaError as exc:
-        return _clip(f"{_where(exc)}: {exc.message}")
+        return _clip(f"{_where(exc.absolute_path)}: {exc.message}")
     return None
 
 
@@ -186,7 +196,7 @@ class ItemValidator:
         """The stored form of ``item``, or the reason it is refused."""
         error = _EVENT_CHECK.first_error(item)
         if error is not None:
-            return _clip(f"event_schema: {_where(error)}: {error.message}")
+            return _clip(f"event_schema: {error[0]}: {error[1]}")
         if self._check_storable and unstorable(item):
             return "event_schema: a string holds NUL or an unpaired surrogate"
         try:
@@ -230,7 +240,7 @@ class ItemValidator:
         error = self._size_check(key).first_error(size)
         if error is None:
             return None
-        return _clip(f"size_schema: {platform}/{resource_type}: {_where(error)}: {error.message}")
+        return _clip(f"size_schema: {platform}/{resource_type}: {error[0]}: {error[1]}")
 
 
 def load_validator(

@@ -110,3 +110,12 @@ def test_env_alias_absent_leaves_the_option_and_bad_value_is_refused() -> None:
     assert config.ingest.require_size_schema is False
     with pytest.raises(ConfigError, match="TALLY_INGEST_REQUIRE_SIZE_SCHEMA='maybe'"):
         apply_env_aliases(config, {"TALLY_INGEST_REQUIRE_SIZE_SCHEMA": "maybe"})
+
+
+@pytest.mark.parametrize("field", ["resource_type", "timestamp"])
+def test_a_trailing_newline_is_refused(field: str) -> None:
+    # Python's re lets "$" match before a trailing newline; ECMA-262 (JSON Schema's
+    # regex dialect, and jsonschema-rs) does not.
+    bad = item(**{field: item()[field] + "\n"})
+    reason = validator().check(bad)
+    assert isinstance(reason, str) and reason.startswith(f"event_schema: /{field}")
