@@ -122,6 +122,13 @@ def _instance(res: Resource, phase: Phase, event_type: str) -> dict[str, Any]:
     }
     if event_type == "compute.instance.create.end":
         payload["message"] = "Success"
+    elif event_type == "compute.instance.exists":
+        # The usage audit: the current audit period (nova's default is the month).
+        day = to_datetime(phase.at)
+        begin = day.replace(day=1, hour=0, minute=0, second=0)
+        payload.update({"audit_period_beginning": begin.strftime("%Y-%m-%d %H:%M:%S"),
+                        "audit_period_ending": day.strftime("%Y-%m-%d %H:%M:%S"),
+                        "bandwidth": {}})
     return payload
 
 

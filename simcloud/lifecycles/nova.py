@@ -45,6 +45,7 @@ def instance(b: _Builder, born: float, death: float | None, pre: bool, owner: Ow
             break
         if dying:
             phase(t, vm, "deleting")
+            b.note(res, t, "compute.instance.exists")  # usage audit nova sends first
             b.note(res, t, "compute.instance.delete.start")
             t += b.secs(3, 20)
             res.deleted_at = t
@@ -108,6 +109,7 @@ def _resize(b: _Builder, res: Resource, phase: Callable[..., None], t: float, vm
     rng = b.rng
     new = rng.choice([f for f in model_public_flavors() if f != flavor])
     phase(t, vm, "resize_prep")
+    b.note(res, t, "compute.instance.exists")  # notify_usage_exists in prep_resize
     b.note(res, t, "compute.instance.resize.prep.start")
     b.note(res, t + 1.0, "compute.instance.resize.prep.end")
     t += b.secs(3, 10)
