@@ -95,7 +95,7 @@ def parse_timestamp(value: str) -> dt.datetime:
     Raises TimestampError for anything else: no offset, a space separator, more than
     microseconds, or an impossible date.
     """
-    if not isinstance(value, str) or not _RFC3339.match(value):
+    if not isinstance(value, str) or not _RFC3339.match(value) or value.endswith("\n"):
         raise TimestampError(
             f"timestamp {value!r} is not RFC 3339 with an offset (e.g. 2026-01-31T12:00:00Z)"
         )

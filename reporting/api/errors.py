@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from flask import Flask, Response, jsonify
+from sqlalchemy import exc as sa_exc
 from werkzeug.exceptions import HTTPException
 
 LOG = logging.getLogger(__name__)
@@ -34,6 +35,14 @@ def init_app(app: Flask) -> None:
         status = exc.code or 500
         code = (exc.name or "error").lower().replace(" ", "_")
         return error_response(status, code, exc.description or exc.name or "error")
+
+    @app.errorhandler(sa_exc.OperationalError)
+    @app.errorhandler(sa_exc.TimeoutError)
+    def _database_unavailable(exc: Exception) -> tuple[Response, int]:
+        # The database refused or dropped the connection (or the pool ran dry): a
+        # condition to retry, not a bug; the collector backs off on 503.
+        LOG.error("database unavailable: %s", type(exc).__name__)
+        return error_response(503, "database_unavailable", "the database is unavailable")
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> tuple[Response, int]:

@@ -134,3 +134,8 @@ def test_deterministic_ids_are_stable_and_distinct() -> None:
     assert c == event.correction_event_id("run-1", "openstack", "c1", "volume", "v1", "delete")
     assert c != event.correction_event_id("run-2", "openstack", "c1", "volume", "v1", "delete")
     assert c != event.correction_event_id("run-1", "openstack", "c1", "volume", "v1", "update")
+
+
+def test_trailing_newline_is_not_a_timestamp() -> None:
+    with pytest.raises(event.TimestampError):
+        event.parse_timestamp("2026-01-31T12:00:00Z\n")
