@@ -1,7 +1,9 @@
-"""Reconciliation sightings: the last instant a completed run saw each resource alive.
+"""Reconciliation sightings: which completed runs listed each resource alive.
 
-A delete booked by absence is dated at the poll that found it; the sighting it
-records beside that instant bounds when the resource really went.
+A resource's sighting is open from the first completed run that listed it and is
+closed (``seen_until``, the last completed run that did) by the first completed run
+that did not.  A delete booked by absence is dated at the poll that found it; the
+last sighting it records beside that instant bounds when the resource really went.
 
 Revision ID: 0007_sync_sightings
 Revises: 0006_seed_loadbalancer_type
@@ -25,7 +27,8 @@ def upgrade() -> None:
         sa.Column("cloud", sa.String(255), nullable=False),
         sa.Column("resource_type", sa.String(64), nullable=False),
         sa.Column("resource_id", sa.String(255), nullable=False),
-        sa.Column("last_seen_at", sa.DateTime(), nullable=False),
+        sa.Column("first_seen_at", sa.DateTime(), nullable=False),
+        sa.Column("seen_until", sa.DateTime(), nullable=True),
         sa.PrimaryKeyConstraint(
             "cloud", "resource_type", "resource_id", name="pk_sync_sightings"
         ),

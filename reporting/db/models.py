@@ -201,7 +201,8 @@ class SyncLock(Base):
 
 
 class SyncSighting(Base):
-    """The last instant (a run's started_at) a completed run listed a resource alive.
+    """Which completed runs listed a resource alive: every one from ``first_seen_at``
+    on, up to ``seen_until`` (the last that did) once a completed run did not.
 
     Recorded in a delete booked by absence, beside the poll instant it is dated at.
     """
@@ -211,4 +212,5 @@ class SyncSighting(Base):
     cloud: Mapped[str] = mapped_column(String(255), primary_key=True)
     resource_type: Mapped[str] = mapped_column(String(64), primary_key=True)
     resource_id: Mapped[str] = mapped_column(String(255), primary_key=True)
-    last_seen_at: Mapped[dt.datetime] = mapped_column(DateTime())
+    first_seen_at: Mapped[dt.datetime] = mapped_column(DateTime())
+    seen_until: Mapped[dt.datetime | None] = mapped_column(DateTime())

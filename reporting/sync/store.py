@@ -90,9 +90,24 @@ def held_deleted(factory: sessionmaker[Session], platform: str, cloud: str,
 
 
 # --- sightings ---------------------------------------------------------------------------
+#
+# A completed run enumerated every type, so it listed every resource that existed
+# when it looked.  A sighting therefore only changes when a resource is listed for
+# the first time (opened) or a completed run does not list it (closed at the last
+# completed run that did): a run writes the few resources that came or went, never
+# one row per live resource.
 
-def last_seen(factory: sessionmaker[Session], cloud: str,
-              keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dt.datetime]:
+# Closed sightings of resources long gone are forgotten after this long.
+SIGHTING_RETENTION = dt.timedelta(days=7)
+
+
+def last_seen(factory: sessionmaker[Session], cloud: str, keys: Iterable[tuple[str, str]],
+              bound: dt.datetime | None) -> dict[tuple[str, str], dt.datetime]:
+    """For each key, the started_at of the newest completed run that listed it alive.
+
+    ``bound`` is the newest started_at of the cloud's completed runs: an open
+    sighting was listed by every completed run since it opened, that one included.
+    """
     by_type: dict[str, list[str]] = {}
     for rtype, rid in keys:
         by_type.setdefault(rtype, []).append(rid)
@@ -101,62 +116,64 @@ def last_seen(factory: sessionmaker[Session], cloud: str,
     with factory() as session:
         for rtype, ids in by_type.items():
             for chunk in _chunks(ids):
-                query = sa.select(s.resource_id, s.last_seen_at).where(
+                query = sa.select(s.resource_id, s.seen_until).where(
                     s.cloud == cloud, s.resource_type == rtype, s.resource_id.in_(chunk))
-                seen.update({(rtype, rid): at for rid, at in session.execute(query)})
+                for rid, until in session.execute(query):
+                    last = until if until is not None else bound
+                    if last is not None:
+                        seen[(rtype, rid)] = last
     return seen
 
 
-def _upsert_sightings_postgresql(session: Session, cloud: str,
-                                 keys: Sequence[tuple[str, str]], at: dt.datetime) -> None:
-    # One statement over two arrays: 100,000 rows in well under a second, where an
-    # executemany pays a round of the protocol per row.
-    statement = sa.text(
-        "INSERT INTO sync_sightings (cloud, resource_type, resource_id, last_seen_at) "
-        "SELECT :cloud, t, i, :at FROM unnest(CAST(:types AS text[]), CAST(:ids AS text[])) "
-        "AS u(t, i) "
-        "ON CONFLICT (cloud, resource_type, resource_id) DO UPDATE "
-        "SET last_seen_at = GREATEST(sync_sightings.last_seen_at, EXCLUDED.last_seen_at)"
-    )
-    for chunk in _chunks(keys, 50_000):
-        session.execute(statement, {"cloud": cloud, "at": at,
-                                    "types": [k[0] for k in chunk], "ids": [k[1] for k in chunk]})
+def _open_keys(session: Session, cloud: str) -> set[tuple[str, str]]:
+    s = SyncSighting
+    query = sa.select(s.resource_type, s.resource_id).where(
+        s.cloud == cloud, s.seen_until.is_(None))
+    return {(rtype, rid) for rtype, rid in session.execute(query)}
 
 
-def _upsert_sightings_generic(session: Session, cloud: str,
-                              keys: Sequence[tuple[str, str]], at: dt.datetime) -> None:
+def _open(session: Session, cloud: str, keys: Sequence[tuple[str, str]],
+          at: dt.datetime) -> None:
     for chunk in _chunks(keys, 5000):
         statement = _upsert(session, _SIGHTINGS)
-        excluded = statement.excluded
-        statement = statement.on_conflict_do_update(
+        statement = statement.on_conflict_do_update(  # a closed sighting reopens
             index_elements=["cloud", "resource_type", "resource_id"],
-            # A told instant may go backwards: the last sighting is the newest.
-            set_={"last_seen_at": sa.case(
-                (excluded.last_seen_at > _SIGHTINGS.c.last_seen_at, excluded.last_seen_at),
-                else_=_SIGHTINGS.c.last_seen_at)},
+            set_={"first_seen_at": statement.excluded.first_seen_at, "seen_until": None},
         )
         session.execute(statement, [
-            {"cloud": cloud, "resource_type": rtype, "resource_id": rid, "last_seen_at": at}
+            {"cloud": cloud, "resource_type": rtype, "resource_id": rid,
+             "first_seen_at": at, "seen_until": None}
             for rtype, rid in chunk
         ])
 
 
-def record_sightings(factory: sessionmaker[Session], platform: str, cloud: str,
-                     keys: Sequence[tuple[str, str]], at: dt.datetime) -> None:
-    """Record that a completed run at ``at`` listed ``keys`` alive; forget deleted ones."""
+def _close(session: Session, cloud: str, keys: Sequence[tuple[str, str]],
+           until: dt.datetime | None) -> None:
+    s = SyncSighting
+    by_type: dict[str, list[str]] = {}
+    for rtype, rid in keys:
+        by_type.setdefault(rtype, []).append(rid)
+    for rtype, ids in by_type.items():
+        for chunk in _chunks(ids):
+            where = (s.cloud == cloud, s.resource_type == rtype, s.resource_id.in_(chunk))
+            if until is None:  # no completed run ever listed them after all
+                session.execute(sa.delete(SyncSighting).where(*where))
+            else:
+                session.execute(sa.update(SyncSighting).where(*where).values(seen_until=until))
+
+
+def record_sightings(factory: sessionmaker[Session], cloud: str,
+                     listed: Iterable[tuple[str, str]], at: dt.datetime,
+                     bound: dt.datetime | None) -> None:
+    """A completed run at ``at`` listed ``listed`` alive; ``bound`` is the newest
+    started_at of the cloud's completed runs before it."""
+    listed = set(listed)
     with factory.begin() as session:
-        if session.get_bind().dialect.name == "postgresql":
-            _upsert_sightings_postgresql(session, cloud, keys, at)
-        else:
-            _upsert_sightings_generic(session, cloud, keys, at)
-        r = CurrentResource
-        gone = sa.select(r.resource_id).where(
-            r.platform == platform, r.cloud == cloud,
-            r.resource_type == SyncSighting.resource_type,
-            r.resource_id == SyncSighting.resource_id,
-            r.live.is_(False), r.deleted_at.is_not(None))
-        session.execute(sa.delete(SyncSighting).where(SyncSighting.cloud == cloud,
-                                                      sa.exists(gone)))
+        opened = _open_keys(session, cloud)
+        _open(session, cloud, sorted(listed - opened), at)
+        _close(session, cloud, sorted(opened - listed), bound)
+        session.execute(sa.delete(SyncSighting).where(
+            SyncSighting.cloud == cloud, SyncSighting.seen_until < at - SIGHTING_RETENTION))
 
 
 # --- size names ----------------------------------------------------------------------------

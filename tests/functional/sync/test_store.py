@@ -30,21 +30,36 @@ def factory(request: pytest.FixtureRequest, tmp_path: Path) -> sessionmaker[Sess
     return db_engine.make_sessionmaker(engine)
 
 
-def test_sightings_keep_the_newest_instant_and_forget_deleted_rows(factory):
+def test_sightings_open_close_reopen_and_age_out(factory):
     keys = [("volume", "v1"), ("volume", "v2")]
-    store.record_sightings(factory, "openstack", "sim", keys, T)
-    store.record_sightings(factory, "openstack", "sim", keys[:1], T - dt.timedelta(hours=1))
-    assert store.last_seen(factory, "sim", keys + [("volume", "v3")]) == {
-        ("volume", "v1"): T, ("volume", "v2"): T}
+    earlier = T - dt.timedelta(minutes=10)
+    store.record_sightings(factory, "sim", keys, earlier, None)  # the first completed run
+    # Open sightings were listed by every completed run since: the newest one.
+    assert store.last_seen(factory, "sim", keys + [("volume", "v3")], earlier) == {
+        ("volume", "v1"): earlier, ("volume", "v2"): earlier}
+    store.record_sightings(factory, "sim", keys[:1], T, earlier)  # v2 not listed at T
+    later = T + dt.timedelta(minutes=10)
+    assert store.last_seen(factory, "sim", keys, T) == {
+        ("volume", "v1"): T, ("volume", "v2"): earlier}
+    store.record_sightings(factory, "sim", keys, later, T)  # v2 back (a cell came back)
+    assert store.last_seen(factory, "sim", keys, later) == {
+        ("volume", "v1"): later, ("volume", "v2"): later}
+    store.record_sightings(factory, "sim", [], later + dt.timedelta(days=8), later)
+    assert store.last_seen(factory, "sim", keys, later) == {}  # closed long ago: forgotten
+    assert store.last_seen(factory, "other", keys, later) == {}
+
+
+def test_held_deleted_names_rows_the_projection_ended(factory):
+    keys = [("volume", "v1"), ("volume", "v2")]
     create = collector_create("volume", "v2", T - dt.timedelta(days=1),
                               size={"size_gb": 1, "type": "ssd"})
     delete = {**create, "event_id": "del-v2", "event_type": "volume.delete.end",
               "timestamp": "2026-11-02T12:30:00Z", "payload": {}}
-    assert [r.status for r in ingest_events(factory, [create, delete],
-                                            require_size_schema=False)] == ["stored"] * 2
+    live = collector_create("volume", "v1", T - dt.timedelta(days=1),
+                            size={"size_gb": 1, "type": "ssd"})
+    assert [r.status for r in ingest_events(factory, [create, delete, live],
+                                            require_size_schema=False)] == ["stored"] * 3
     assert store.held_deleted(factory, "openstack", "sim", keys) == {("volume", "v2")}
-    store.record_sightings(factory, "openstack", "sim", keys[:1], T + dt.timedelta(hours=1))
-    assert store.last_seen(factory, "sim", keys) == {("volume", "v1"): T + dt.timedelta(hours=1)}
 
 
 def test_size_names_are_upserted(factory):
