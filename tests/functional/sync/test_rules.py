@@ -279,3 +279,44 @@ def test_runs_are_counted_in_the_metrics_of_spec_6(syncer: Syncer):
     assert value("tally_ingest_events_total", source="reconciliation", outcome="stored") == \
         before["ingested"] + stats["created"]
     assert value("tally_sync_last_completed_timestamp") > 0
+
+
+def test_update_in_transition_is_deferred_until_it_settles(syncer: Syncer):
+    syncer.advance(T1)
+    syncer.sync_ok(T1)
+    rows = syncer.rows()
+    # An instant at which a resource with a settled row is in transition.
+    moment, record = None, None
+    for minute in range(1, 48 * 60):
+        t = T1 + dt.timedelta(minutes=minute)
+        found = [r for r in syncer.truth(t, live=True) if r["in_transition"]
+                 and (r["resource_type"], r["resource_id"]) in rows
+                 and rows[(r["resource_type"], r["resource_id"])].live]
+        if found:
+            moment, record = t, found[0]
+            break
+    assert moment is not None and record is not None
+    key = (record["resource_type"], record["resource_id"])
+    # The projection disagrees with the platform (a lost notification, say).
+    drift = collector_create(record["resource_type"], record["resource_id"],
+                             T1 - dt.timedelta(hours=1), project=record["project_id"])
+    drift["event_type"] = "test.drift"  # an update by the verb rule
+    drift["event_id"] = "drifted"
+    drift["payload"]["state"] = "drifted"
+    syncer.ingest(drift)
+    syncer.advance(moment)
+    run = syncer.sync_ok(moment)
+    assert run["stats"]["deferred"]["transition"] >= 1
+    assert syncer.rows()[key].state == "drifted"
+    assert not syncer.events(event_type="sync.update", resource_id=record["resource_id"])
+    settled = next(t for t in (moment + dt.timedelta(minutes=m) for m in range(1, 24 * 60))
+                   if not next(r for r in syncer.truth(t) if r["resource_id"] == key[1])
+                   ["in_transition"])
+    later = settled + dt.timedelta(minutes=10)
+    syncer.advance(later)
+    syncer.sync_ok(later)
+    truth = next(r for r in syncer.truth(later) if r["resource_id"] == key[1])
+    assert truth["live"]  # the seeded world keeps this one alive
+    assert syncer.rows()[key].state == truth["state"]
+    [update] = syncer.events(event_type="sync.update", resource_id=key[1])
+    assert update.timestamp == later.replace(tzinfo=None)
