@@ -5,9 +5,20 @@ from __future__ import annotations
 from flask import Flask
 from oslo_config import cfg
 
-from reporting.api import auth, errors
+from reporting.api import (
+    auth,
+    errors,
+    events,
+    health,
+    openapi,
+    rejected,
+    resource_types,
+    resources,
+    usage,
+)
 from reporting.db import engine as db_engine
 from reporting.db import session as db_session
+from reporting.sync import api as sync_api
 
 
 def create_app(conf: cfg.ConfigOpts) -> Flask:
@@ -28,18 +39,10 @@ def create_app(conf: cfg.ConfigOpts) -> Flask:
 
 
 def _register_blueprints(app: Flask, conf: cfg.ConfigOpts) -> None:
-    # Each feature module exposes ``bp`` (a Blueprint) and, where it needs start-up
-    # work, ``init_app(app, conf)``.  Add one line per module.
-    from reporting.api import health, openapi, resources, usage  # read side
-
     for read_side in (health, openapi, resources, usage):
         app.register_blueprint(read_side.bp)
-    from reporting.api import events, rejected, resource_types  # write side
-    events.init_app(app, conf)  # write side
-    for write_side in (events, rejected, resource_types):  # write side
-        app.register_blueprint(write_side.bp)  # write side
-    from reporting.sync import api as sync_api  # reconciliation
-    sync_api.init_app(app, conf)  # reconciliation
-    app.register_blueprint(sync_api.bp)  # reconciliation
-    del conf
-    del app
+    events.init_app(app, conf)
+    for write_side in (events, rejected, resource_types):
+        app.register_blueprint(write_side.bp)
+    sync_api.init_app(app, conf)
+    app.register_blueprint(sync_api.bp)

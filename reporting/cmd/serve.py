@@ -63,6 +63,9 @@ def _gunicorn_app(conf: cfg.ConfigOpts, flask_app: Any) -> Any:
                 "proc_name": PROG,
                 "accesslog": None,
                 "errorlog": "-",
+                # gunicorn 23+ opens a control socket under $HOME; a service
+                # account's HOME is often unwritable and Tally never uses it.
+                "control_socket_disable": True,
                 "child_exit": lambda _arbiter, worker: multiprocess.mark_process_dead(worker.pid),
             }
             for key, value in settings.items():
