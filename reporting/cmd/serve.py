@@ -69,7 +69,8 @@ def _gunicorn_app(conf: cfg.ConfigOpts, flask_app: Any) -> Any:
                 "child_exit": lambda _arbiter, worker: multiprocess.mark_process_dead(worker.pid),
             }
             for key, value in settings.items():
-                self.cfg.set(key, value)
+                if key in self.cfg.settings:  # control_socket_* exist from gunicorn 23
+                    self.cfg.set(key, value)
 
         def load(self) -> Any:
             return flask_app
