@@ -29,7 +29,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -146,13 +146,16 @@ class EventBuffer:
         """Keep something that cannot be buffered or delivered, with its reason."""
         self._parked.push(json.dumps(record, default=repr, sort_keys=True), tag=time.time())
 
-    # --- reading (delivery thread) --------------------------------------------------
+    # --- reading (delivery threads) --------------------------------------------------
 
-    def peek(self, limit: int) -> list[BufferedEvent]:
+    def peek(self, limit: int, skip: Collection[int] = ()) -> list[BufferedEvent]:
         """The oldest events, whole items only while they fit in ``limit`` (at least
-        one item), without removing them."""
+        one item), without removing them; items whose key is in ``skip`` (claimed by
+        another delivery request) are passed over."""
         events: list[BufferedEvent] = []
         for key in self._cache.iterkeys():
+            if key in skip:
+                continue
             value = self._cache.get(key)
             if value is None:
                 continue

@@ -1,10 +1,13 @@
 """Delivery of buffered events to the Reporting API (``POST /v1/events``).
 
-One thread drains the buffer oldest first in batches of at most ``batch_size``.
-On a 200 it removes exactly the items the answer reports as stored, duplicate or
+``delivery_concurrency`` threads drain the buffer oldest first in batches of at
+most ``batch_size``.  Each thread claims whole buffer items under a lock before
+sending them, so no event is in two requests at once, and settles exactly its own
+claim; the API stores concurrent batches on its several workers.  On a 200 it removes exactly the items the answer reports as stored, duplicate or
 rejected; anything else stays and is sent again (ingest deduplicates on
 event_id, so resending is always safe).  Connection errors, 5xx and 429 back off
-exponentially with jitter up to a cap.  A 400 or 413 of a whole request is split
+exponentially with jitter up to a cap; the pause is shared, so every thread
+waits it out and concurrent failures of one outage count once.  A 400 or 413 of a whole request is split
 in halves so one poisoned item cannot block the rest; an item refused on its own
 while its neighbours went through is moved to the parked store.  Nothing is
 dropped.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -43,6 +47,12 @@ OPTS = [
     cfg.IntOpt(
         "batch_size", default=MAX_BATCH, min=1, max=MAX_BATCH,
         help="Events per POST /v1/events.",
+    ),
+    cfg.IntOpt(
+        "delivery_concurrency", default=2, min=1, max=32,
+        help="Delivery requests in flight at once, each carrying its own events "
+        "(never one event in two requests). Match the Reporting API's workers; "
+        "1 sends one request at a time.",
     ),
     cfg.FloatOpt(
         "request_timeout_s", default=30.0, min=0.1,
@@ -114,7 +124,7 @@ class Delivery:
         initial_delay: float = 0.5,
         max_delay: float = 60.0,
         idle_poll: float = 1.0,
-        session: requests.Session | None = None,
+        concurrency: int = 2,
         jitter: Callable[[float, float], float] = random.uniform,
     ) -> None:
         self._url = url
@@ -125,12 +135,17 @@ class Delivery:
         self._initial_delay = initial_delay
         self._max_delay = max_delay
         self._idle_poll = idle_poll
-        self._session = session or requests.Session()
-        self._session.headers["Content-Type"] = "application/json"
+        self._concurrency = max(1, concurrency)
+        self._headers = {"Content-Type": "application/json"}
         if token:
-            self._session.headers["Authorization"] = f"Bearer {token}"
+            self._headers["Authorization"] = f"Bearer {token}"
         self._jitter = jitter
+        self._local = threading.local()  # one requests.Session per delivery thread
+        # Guards the claims and the shared backoff.
+        self._lock = threading.Lock()
+        self._claimed: set[int] = set()  # buffer items inside a request in flight
         self._failures = 0
+        self._resume_at = 0.0  # time.monotonic() before which nothing is sent
 
     @classmethod
     def from_conf(
@@ -147,28 +162,63 @@ class Delivery:
             initial_delay=group.retry_initial_delay_s,
             max_delay=group.retry_max_delay_s,
             idle_poll=group.idle_poll_s,
+            concurrency=group.delivery_concurrency,
         )
 
     def run(self, stop: threading.Event, written: threading.Event) -> None:
+        """Deliver with ``concurrency`` threads (this one included) until ``stop``."""
+        helpers = [
+            threading.Thread(target=self._work, args=(stop, written),
+                             name=f"tally-delivery-{n}", daemon=True)
+            for n in range(1, self._concurrency)
+        ]
+        for helper in helpers:
+            helper.start()
+        self._work(stop, written)
+        for helper in helpers:
+            helper.join()
+
+    def _work(self, stop: threading.Event, written: threading.Event) -> None:
         while not stop.is_set():
+            if self._wait_out_backoff(stop):
+                break
             try:
                 delivered = self.deliver_once()
             except DeliveryRefused as exc:
                 self._metrics.delivery_failures.labels(exc.reason).inc()
-                delay = self.next_delay(exc.retry_after)
+                delay = self._back_off(exc.retry_after)
                 LOG.warning("Delivery failed (%s: %s); retrying in %.1fs",
                             exc.reason, exc, delay)
-                stop.wait(delay)
                 continue
             except Exception:
                 self._metrics.delivery_failures.labels("internal").inc()
                 LOG.exception("Delivery round failed")
-                stop.wait(self.next_delay(None))
+                self._back_off(None)
                 continue
-            self._failures = 0
+            with self._lock:
+                self._failures = 0
             if not delivered:
                 written.wait(self._idle_poll)
                 written.clear()
+
+    def _wait_out_backoff(self, stop: threading.Event) -> bool:
+        """Sleep through the shared pause; True when ``stop`` was set meanwhile."""
+        while True:
+            with self._lock:
+                remaining = self._resume_at - time.monotonic()
+            if remaining <= 0:
+                return stop.is_set()
+            if stop.wait(remaining):
+                return True
+
+    def _back_off(self, retry_after: float | None) -> float:
+        """Start the shared pause after a failure, or join the one already running
+        (requests in flight during one outage fail together and count once)."""
+        with self._lock:
+            now = time.monotonic()
+            if now >= self._resume_at:
+                self._resume_at = now + self.next_delay(retry_after)
+            return self._resume_at - now
 
     def next_delay(self, retry_after: float | None) -> float:
         """Exponential backoff with equal jitter, capped; honours Retry-After up to the cap."""
@@ -181,21 +231,43 @@ class Delivery:
         return delay
 
     def deliver_once(self) -> int:
-        """Send one batch; returns how many items the API answered for (0: buffer empty)."""
-        items = self._buffer.peek(self._batch_size)
+        """Claim and send one batch; returns how many items the API answered for
+        (0: nothing unclaimed in the buffer)."""
+        items = self._claim()
         if not items:
             return 0
-        answered, refused_alone = self._send(items)
-        if refused_alone:
-            if answered:
-                for event, reason in refused_alone:
-                    LOG.error("Buffered event refused on its own (%s); parked", reason)
-                    self._buffer.move_to_parked(event, reason)
-                    self._metrics.parked.labels("refused").inc()
-            else:
-                # Nothing went through: the API refuses everything, not this item.
-                raise DeliveryRefused("client_error", refused_alone[0][1])
-        return answered + len(refused_alone)
+        try:
+            answered, refused_alone = self._send(items)
+            if refused_alone:
+                if answered:
+                    for event, reason in refused_alone:
+                        LOG.error("Buffered event refused on its own (%s); parked", reason)
+                        self._buffer.move_to_parked(event, reason)
+                        self._metrics.parked.labels("refused").inc()
+                else:
+                    # Nothing went through: the API refuses everything, not this item.
+                    raise DeliveryRefused("client_error", refused_alone[0][1])
+            return answered + len(refused_alone)
+        finally:
+            self._release(items)
+
+    def _claim(self) -> list[BufferedEvent]:
+        """The oldest unclaimed events, their items now owned by this request."""
+        with self._lock:
+            items = self._buffer.peek(self._batch_size, skip=self._claimed)
+            self._claimed.update(event.item for event in items)
+        return items
+
+    def _release(self, items: list[BufferedEvent]) -> None:
+        with self._lock:
+            self._claimed.difference_update(event.item for event in items)
+
+    def _session(self) -> requests.Session:
+        session: requests.Session | None = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = requests.Session()
+            session.headers.update(self._headers)
+        return session
 
     def _send(
         self, items: list[BufferedEvent]
@@ -219,8 +291,8 @@ class Delivery:
     def _post(self, items: list[BufferedEvent]) -> requests.Response:
         body = '{"events":[' + ",".join(item.value for item in items) + "]}"
         try:
-            return self._session.post(self._url, data=body.encode("utf-8"),
-                                      timeout=self._timeout)
+            return self._session().post(self._url, data=body.encode("utf-8"),
+                                        timeout=self._timeout)
         except requests.Timeout as exc:
             raise DeliveryRefused("timeout", str(exc)) from None
         except requests.RequestException as exc:

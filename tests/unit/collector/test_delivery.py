@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -60,6 +61,7 @@ def test_200_removes_stored_duplicate_and_rejected(
     assert sample_value(metrics, "tally_collector_delivered_total", {"outcome": "duplicate"}) == 1
     assert sample_value(metrics, "tally_collector_delivered_total", {"outcome": "rejected"}) == 1
     request = requests_mock.last_request
+    assert request is not None
     assert request.headers["Authorization"] == "Bearer secret-token"
     assert request.headers["Content-Type"] == "application/json"
     assert [e["n"] for e in request.json()["events"]] == [0, 1, 2, 3, 4]
@@ -232,6 +234,7 @@ def test_run_retries_until_the_api_answers(
     assert buffer.depth() == 0
     assert sample_value(metrics, "tally_collector_delivery_failures_total", {"reason": "connection"}) == 1
     assert sample_value(metrics, "tally_collector_delivery_failures_total", {"reason": "server_error"}) == 1
+    assert requests_mock.last_request is not None
     assert "Authorization" not in requests_mock.last_request.headers
 
 
@@ -256,3 +259,231 @@ def test_read_token(tmp_path: Any) -> None:
         read_token(str(path))
     with pytest.raises(ConfigurationError, match="token_file"):
         read_token(str(tmp_path / "missing"))
+
+
+# --- concurrent delivery ------------------------------------------------------------
+
+
+def _ids(request: Any) -> list[str]:
+    return [event["event_id"] for event in request.json()["events"]]
+
+
+def test_a_request_in_flight_owns_its_items(
+    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
+) -> None:
+    """A second request sent while the first is in flight carries other items, and each
+    settles exactly its own: every event reaches the API once and leaves the buffer once."""
+    for item in range(4):
+        buffer.append([_event(item * 10 + n) for n in range(3)])
+    delivery = _delivery(buffer, metrics, batch_size=6)
+    answer = _answer()
+    sent: list[list[str]] = []
+    nested: list[int] = []
+
+    def callback(request: Any, context: Any) -> Any:
+        sent.append(_ids(request))
+        if len(sent) == 1:  # the first request is in flight: another one goes out
+            nested.append(delivery.deliver_once())
+        return answer(request, context)
+
+    requests_mock.post(URL, json=callback)
+    assert delivery.deliver_once() == 6
+    assert nested == [6]
+    assert sent == [["e-0", "e-1", "e-2", "e-10", "e-11", "e-12"],
+                    ["e-20", "e-21", "e-22", "e-30", "e-31", "e-32"]]
+    assert buffer.depth() == 0
+    assert delivery.deliver_once() == 0
+    assert sample_value(metrics, "tally_collector_delivered_total", {"outcome": "stored"}) == 12
+
+
+def test_a_failing_request_keeps_its_items_and_touches_no_others(
+    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
+) -> None:
+    buffer.append([_event(n) for n in range(3)])
+    buffer.append([_event(n) for n in range(3, 6)])
+    delivery = _delivery(buffer, metrics, batch_size=3)
+    answer = _answer()
+    calls = 0
+
+    def callback(request: Any, context: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # in flight while the second request succeeds, then fails
+            assert delivery.deliver_once() == 3
+            context.status_code = 503
+            return {"error": {"code": "unavailable", "message": "down"}}
+        return answer(request, context)
+
+    requests_mock.post(URL, json=callback)
+    with pytest.raises(DeliveryRefused):
+        delivery.deliver_once()
+    assert [json.loads(e.value)["n"] for e in buffer.peek(10)] == [0, 1, 2]
+    assert delivery.deliver_once() == 3  # the released items are claimed again
+    assert _ids(requests_mock.last_request) == ["e-0", "e-1", "e-2"]
+    assert buffer.depth() == 0
+    assert sample_value(metrics, "tally_collector_delivered_total", {"outcome": "stored"}) == 6
+
+
+def test_a_split_request_parks_only_its_own_poisoned_item(
+    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
+) -> None:
+    buffer.append([_event(n) for n in range(4)])
+    buffer.append([_event(n) for n in range(4, 8)])
+    delivery = _delivery(buffer, metrics, batch_size=4)
+    answer = _answer()
+    first = True
+
+    def callback(request: Any, context: Any) -> Any:
+        nonlocal first
+        if first:
+            first = False
+            assert delivery.deliver_once() == 4  # the other item, e-6 poisoned
+        if "e-6" in _ids(request):
+            context.status_code = 400
+            return {"error": {"code": "bad_request", "message": "no"}}
+        return answer(request, context)
+
+    requests_mock.post(URL, json=callback)
+    assert delivery.deliver_once() == 4
+    assert buffer.depth() == 0
+    assert [json.loads(p["event"])["n"] for p in buffer.parked_items()] == [6]
+    assert sample_value(metrics, "tally_collector_delivered_total", {"outcome": "stored"}) == 7
+
+
+class _LocalAPI:
+    """A loopback HTTP server answering POSTs through ``handle(events) -> (status, body)``
+    on one thread per request (requests-mock serialises requests, so concurrency needs a
+    real server)."""
+
+    def __init__(self, handle: Any) -> None:
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers["Content-Length"])
+                events = json.loads(self.rfile.read(length))["events"]
+                status, body = api.handle(events)
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.handle = handle
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1/events"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _stored(events: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
+    return 200, {"results": [{"index": i, "event_id": e["event_id"], "status": "stored"}
+                             for i, e in enumerate(events)]}
+
+
+def _run(delivery: Delivery, stop: threading.Event, written: threading.Event) -> threading.Thread:
+    thread = threading.Thread(target=delivery.run, args=(stop, written))
+    thread.start()
+    return thread
+
+
+def _wait_for(condition: Any, stop: threading.Event) -> None:
+    for _ in range(3000):
+        if condition():
+            return
+        stop.wait(0.01)
+
+
+def test_concurrent_threads_deliver_every_event_exactly_once(
+    buffer: EventBuffer, metrics: CollectorMetrics
+) -> None:
+    for item in range(12):
+        buffer.append([_event(item * 100 + n) for n in range(50)])
+    lock = threading.Lock()
+    all_in_flight = threading.Barrier(3, timeout=30)
+    sent: list[str] = []
+    batches: list[list[str]] = []
+
+    def handle(events: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
+        with lock:
+            batches.append([e["event_id"] for e in events])
+            sent.extend(batches[-1])
+            first_ones = len(batches) <= 3
+        if first_ones:
+            all_in_flight.wait()  # the first three requests meet: all in flight at once
+        return _stored(events)
+
+    api = _LocalAPI(handle)
+    delivery = Delivery(api.url, None, buffer, metrics, batch_size=100, concurrency=3,
+                        idle_poll=0.01, initial_delay=0.01, max_delay=0.02)
+    stop, written = threading.Event(), threading.Event()
+    thread = _run(delivery, stop, written)
+    try:
+        _wait_for(lambda: buffer.depth() == 0, stop)
+    finally:
+        stop.set()
+        written.set()
+        thread.join(10)
+        api.close()
+    assert not thread.is_alive()
+    assert not all_in_flight.broken
+    first_three = [set(batch) for batch in batches[:3]]
+    assert len(set.union(*first_three)) == 300  # disjoint
+    assert sorted(sent) == sorted(f"e-{item * 100 + n}" for item in range(12) for n in range(50))
+    assert buffer.depth() == 0
+    assert sample_value(metrics, "tally_collector_delivered_total", {"outcome": "stored"}) == 600
+    assert sample_value(metrics, "tally_collector_delivery_failures_total",
+                        {"reason": "internal"}) == 0
+
+
+def test_backoff_is_shared_by_concurrent_requests(
+    buffer: EventBuffer, metrics: CollectorMetrics
+) -> None:
+    """Two requests failing in the same outage start one pause that both wait out."""
+    buffer.append([_event(1)])
+    buffer.append([_event(2)])
+    both_in_flight = threading.Barrier(2, timeout=30)
+    requests_seen = []
+
+    def handle(events: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
+        requests_seen.append(events)
+        both_in_flight.wait()
+        return 503, {"error": {"code": "unavailable", "message": "down"}}
+
+    api = _LocalAPI(handle)
+    delivery = Delivery(api.url, None, buffer, metrics, batch_size=1, concurrency=2,
+                        initial_delay=1000, max_delay=10**6, jitter=lambda a, b: b)
+    stop, written = threading.Event(), threading.Event()
+    thread = _run(delivery, stop, written)
+    failures = {"reason": "server_error"}
+    try:
+        _wait_for(lambda: sample_value(
+            metrics, "tally_collector_delivery_failures_total", failures) == 2, stop)
+        # counted once: the next pause is the second step (2 x 1000)
+        assert delivery.next_delay(None) == 2000
+    finally:
+        stop.set()
+        written.set()
+        thread.join(10)
+        api.close()
+    assert not thread.is_alive()
+    assert sample_value(metrics, "tally_collector_delivery_failures_total", failures) == 2
+    assert len(requests_seen) == 2  # nobody sent during the pause
+    assert buffer.depth() == 2
+
+
+def test_delivery_concurrency_option(conf: Any, buffer: EventBuffer, metrics: CollectorMetrics) -> None:
+    assert conf.collector.delivery_concurrency == 2
+    conf.set_override("delivery_concurrency", 5, group="collector")
+    assert Delivery.from_conf(conf, buffer, metrics)._concurrency == 5
+    with pytest.raises(ValueError):
+        conf.set_override("delivery_concurrency", 0, group="collector")
