@@ -1,0 +1,1 @@
+"""``tally``: the operator CLI, a client of the Reporting API over HTTP (SPEC §10)."""

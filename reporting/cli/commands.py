@@ -1,0 +1,121 @@
+"""One function per subcommand: ask the API, answer what to print.
+
+Each returns an ``Output``: the JSON value ``--format json`` prints and the table
+``--format table`` prints.  They never print themselves, so main() owns stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from reporting.cli import table
+from reporting.cli.http import ApiClient
+
+
+@dataclass
+class Output:
+    json: Any
+    columns: list[table.Column]
+    rows: list[dict[str, Any]]
+    # A line printed under the table (counts of a replay).
+    footer: str | None = None
+    exit_code: int = 0
+
+
+def _resource_path(args: argparse.Namespace) -> str:
+    members = (args.platform, args.cloud, args.resource_type, args.resource_id)
+    return "/v1/resources/" + "/".join(quote(member, safe="") for member in members)
+
+
+def _flag(value: bool | None) -> str | None:
+    return None if value is None else ("true" if value else "false")
+
+
+RESOURCE_COLUMNS = [table.field(name) for name in (
+    "platform", "cloud", "resource_type", "resource_id", "project_id", "state",
+)] + [table.field("live"), table.field("size"),
+      table.field("created_at"), table.field("deleted_at")]
+
+
+def inventory(client: ApiClient, args: argparse.Namespace) -> Output:
+    params = {"cloud": args.cloud, "resource_type": args.resource_type,
+              "project_id": args.project, "live": _flag(args.live), "as_of": args.as_of}
+    items = client.pages("/v1/resources", params, args.limit, args.page_size)
+    return Output(items, RESOURCE_COLUMNS, items)
+
+
+def history(client: ApiClient, args: argparse.Namespace) -> Output:
+    items = client.pages(_resource_path(args) + "/events", {}, args.limit, args.page_size)
+    columns = [table.field("timestamp"), table.field("event_type"), table.field("source"),
+               table.field("project_id"), ("state", lambda row: row["payload"].get("state")),
+               ("size", lambda row: row["payload"].get("size")),
+               table.field("received_at"), table.field("event_id")]
+    return Output(items, columns, items)
+
+
+def lifecycle(client: ApiClient, args: argparse.Namespace) -> Output:
+    intervals = client.get(_resource_path(args) + "/lifecycle")["intervals"]
+    columns = [table.field(name) for name in ("start", "end", "project_id", "state", "size",
+                                               "event_id")]
+    return Output(intervals, columns, intervals)
+
+
+USAGE_KEYS = {
+    "resource": ("platform", "cloud", "resource_type", "resource_id", "project_id"),
+    "project": ("platform", "cloud", "project_id", "resource_type"),
+    "resource_type": ("platform", "cloud", "resource_type"),
+}
+
+
+def usage(client: ApiClient, args: argparse.Namespace) -> Output:
+    params = {"from": args.start, "to": args.end, "cloud": args.cloud,
+              "project_id": args.project, "group_by": args.group_by}
+    items = client.pages("/v1/usage", params, args.limit, args.page_size)
+    keys = [table.field(name) for name in USAGE_KEYS[args.group_by]]
+    if not args.breakdown:
+        columns = [*keys, table.field("resources"), table.field("seconds")]
+        return Output(items, columns, items)
+    # One line per (item, state, size): what a bill is priced from.
+    rows = [{**item, **part} for item in items for part in item["breakdown"]]
+    columns = [*keys, table.field("state"), table.field("size"), table.field("seconds")]
+    return Output(items, columns, rows)
+
+
+REJECTED_COLUMNS = [table.field(name) for name in (
+    "id", "received_at", "cloud", "event_id", "replayed_at", "reason")]
+
+
+def rejected(client: ApiClient, args: argparse.Namespace) -> Output:
+    params = {"cloud": args.cloud, "since": args.since, "reason": args.reason,
+              "replayed": _flag(args.replayed)}
+    items = client.pages("/v1/rejected-events", params, args.limit, args.page_size)
+    return Output(items, REJECTED_COLUMNS, items)
+
+
+REPLAY_COUNTS = ("stored", "duplicate", "rejected", "not_found", "already_replayed")
+
+
+def replay(client: ApiClient, args: argparse.Namespace) -> Output:
+    body = client.post("/v1/rejected-events/replay", {"ids": args.ids})
+    columns = [table.field(name) for name in ("id", "status", "event_id", "reason")]
+    footer = ", ".join(f"{name} {body.get(name, 0)}" for name in REPLAY_COUNTS)
+    # A row that still fails or does not exist is something the operator must look at.
+    failed = body.get("rejected", 0) or body.get("not_found", 0)
+    return Output(body, columns, body["results"], footer, 1 if failed else 0)
+
+
+def _run_stats(row: Mapping[str, Any]) -> dict[str, Any]:
+    stats = row.get("stats") or {}
+    return {name: stats.get(name) for name in ("created", "updated", "deleted", "error_count")
+            if name in stats}
+
+
+def sync_runs(client: ApiClient, args: argparse.Namespace) -> Output:
+    items = client.pages("/v1/sync-runs", {"cloud": args.cloud}, args.limit, args.page_size)
+    columns = [table.field(name) for name in ("id", "cloud", "status", "started_at",
+                                               "completed_at")] + [("stats", _run_stats)]
+    return Output(items, columns, items)

@@ -1,0 +1,175 @@
+"""``tally [--url U] [--token-file F] [--format table|json] COMMAND ...`` (SPEC §10).
+
+Exit codes: 0 success, 1 an API error or no answer (or a replay left rows
+rejected/not found), 2 a usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from reporting.cli import commands, table
+from reporting.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
+
+PROG = "tally"
+DEFAULT_URL = "http://127.0.0.1:8779"
+
+Command = Callable[[ApiClient, argparse.Namespace], commands.Output]
+
+
+class UsageError(Exception):
+    """Bad options the parser cannot see (an unreadable token file)."""
+
+
+def _page_size(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= MAX_PAGE:
+        raise argparse.ArgumentTypeError(f"must be 1..{MAX_PAGE}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _list_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", type=_positive,
+                        help="at most N items (default: every page)")
+    parser.add_argument("--page-size", type=_page_size, default=MAX_PAGE,
+                        help=f"items per request (1..{MAX_PAGE}, default {MAX_PAGE})")
+
+
+def _resource_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("cloud")
+    parser.add_argument("resource_type", metavar="type")
+    parser.add_argument("resource_id", metavar="id")
+    parser.add_argument("--platform", default="openstack", help="default: openstack")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # No abbreviations: "usage --to" must never read as the global "--token".
+    parser = argparse.ArgumentParser(prog=PROG, description="Query the Tally Reporting API.",
+                                     allow_abbrev=False)
+    parser.add_argument("--url", default=os.environ.get("TALLY_URL", DEFAULT_URL),
+                        help=f"the Reporting API (env TALLY_URL, default {DEFAULT_URL})")
+    token = parser.add_mutually_exclusive_group()
+    token.add_argument("--token-file", default=os.environ.get("TALLY_TOKEN_FILE"),
+                       help="file whose first line is the bearer token (env TALLY_TOKEN_FILE)")
+    token.add_argument("--token", default=os.environ.get("TALLY_TOKEN"),
+                       help="the bearer token (env TALLY_TOKEN)")
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds to wait for each answer (default 30)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    inv = sub.add_parser("inventory", help="resources, current or as of an instant")
+    inv.add_argument("--cloud")
+    inv.add_argument("--type", dest="resource_type")
+    inv.add_argument("--project")
+    live = inv.add_mutually_exclusive_group()
+    live.add_argument("--live", dest="live", action="store_const", const=True, default=True,
+                      help="only live resources (the default)")
+    live.add_argument("--deleted", dest="live", action="store_const", const=False,
+                      help="only deleted resources")
+    live.add_argument("--all", dest="live", action="store_const", const=None,
+                      help="live and deleted")
+    inv.add_argument("--as-of", metavar="T", help="what was live at instant T (RFC 3339)")
+    _list_options(inv)
+    inv.set_defaults(handler=commands.inventory)
+
+    hist = sub.add_parser("history", help="every event of one resource")
+    _resource_arguments(hist)
+    _list_options(hist)
+    hist.set_defaults(handler=commands.history)
+
+    life = sub.add_parser("lifecycle", help="the live intervals of one resource")
+    _resource_arguments(life)
+    life.set_defaults(handler=commands.lifecycle)
+
+    use = sub.add_parser("usage", help="resource-seconds over [FROM, TO)")
+    use.add_argument("--from", dest="start", required=True, metavar="T")
+    use.add_argument("--to", dest="end", required=True, metavar="T")
+    use.add_argument("--cloud")
+    use.add_argument("--project")
+    use.add_argument("--group-by", choices=sorted(commands.USAGE_KEYS), default="resource")
+    use.add_argument("--breakdown", action="store_true",
+                     help="one line per state and size (table output)")
+    _list_options(use)
+    use.set_defaults(handler=commands.usage)
+
+    rej = sub.add_parser("rejected", help="the dead letter")
+    rej.add_argument("--cloud")
+    rej.add_argument("--since", metavar="T")
+    rej.add_argument("--reason", metavar="PREFIX")
+    replayed = rej.add_mutually_exclusive_group()
+    replayed.add_argument("--replayed", dest="replayed", action="store_const", const=True,
+                          default=None, help="only rows replayed already")
+    replayed.add_argument("--not-replayed", dest="replayed", action="store_const", const=False,
+                          help="only rows not replayed yet")
+    _list_options(rej)
+    rej.set_defaults(handler=commands.rejected)
+
+    rep = sub.add_parser("replay", help="replay rejected events by id (admin)")
+    rep.add_argument("ids", nargs="+", type=int, metavar="ID")
+    rep.set_defaults(handler=commands.replay)
+
+    runs = sub.add_parser("sync-runs", help="reconciliation runs, newest first")
+    runs.add_argument("--cloud")
+    _list_options(runs)
+    runs.set_defaults(handler=commands.sync_runs)
+    return parser
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    if args.token:
+        return str(args.token)
+    if not args.token_file:
+        return None
+    try:
+        lines = Path(args.token_file).read_text().splitlines()
+    except OSError as exc:
+        raise UsageError(f"token file {args.token_file}: {exc.strerror}") from None
+    token = lines[0].strip() if lines else ""
+    if not token:
+        raise UsageError(f"token file {args.token_file} is empty")
+    return token
+
+
+def _print(output: commands.Output, fmt: str) -> None:
+    if fmt == "json":
+        print(json.dumps(output.json, indent=2, ensure_ascii=False))
+        return
+    print(table.render(output.columns, output.rows))
+    if output.footer:
+        print(output.footer)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Command = args.handler
+    try:
+        client = ApiClient(args.url, _token(args), args.timeout)
+        output = handler(client, args)
+    except UsageError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    except ApiError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    except Unreachable as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    _print(output, args.format)
+    return output.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
