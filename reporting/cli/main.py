@@ -61,9 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--url", default=os.environ.get("TALLY_URL", DEFAULT_URL),
                         help=f"the Reporting API (env TALLY_URL, default {DEFAULT_URL})")
     token = parser.add_mutually_exclusive_group()
-    token.add_argument("--token-file", default=os.environ.get("TALLY_TOKEN_FILE"),
+    token.add_argument("--token-file",
                        help="file whose first line is the bearer token (env TALLY_TOKEN_FILE)")
-    token.add_argument("--token", default=os.environ.get("TALLY_TOKEN"),
+    token.add_argument("--token",
                        help="the bearer token (env TALLY_TOKEN)")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--timeout", type=float, default=30.0,
@@ -129,17 +129,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _token(args: argparse.Namespace) -> str | None:
+    """An option beats the environment; a token beats a token file."""
     if args.token:
         return str(args.token)
-    if not args.token_file:
+    path = args.token_file
+    if not path:
+        if os.environ.get("TALLY_TOKEN"):
+            return os.environ["TALLY_TOKEN"]
+        path = os.environ.get("TALLY_TOKEN_FILE")
+    if not path:
         return None
     try:
-        lines = Path(args.token_file).read_text().splitlines()
+        lines = Path(path).read_text().splitlines()
     except OSError as exc:
-        raise UsageError(f"token file {args.token_file}: {exc.strerror}") from None
+        raise UsageError(f"token file {path}: {exc.strerror}") from None
     token = lines[0].strip() if lines else ""
     if not token:
-        raise UsageError(f"token file {args.token_file} is empty")
+        raise UsageError(f"token file {path} is empty")
     return token
 
 

@@ -279,3 +279,19 @@ def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]
         main(argv)
     assert exit_info.value.code == 2
     assert "usage: tally" in capsys.readouterr().err
+
+
+def test_token_file_option_beats_token_environment(
+        seeded: Api, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKENS["read"] + "\n")
+    monkeypatch.setenv("TALLY_TOKEN", "not-a-token")
+    assert main(["--url", seeded.url, "--token-file", str(token_file), "sync-runs"]) == 0
+    capsys.readouterr()
+    # Without the option the environment's (wrong) token is the one sent.
+    assert main(["--url", seeded.url, "sync-runs"]) == 1
+    assert capsys.readouterr().err.startswith("tally: 401 unauthorized: ")
+    monkeypatch.delenv("TALLY_TOKEN")
+    monkeypatch.setenv("TALLY_TOKEN_FILE", str(token_file))
+    assert main(["--url", seeded.url, "sync-runs"]) == 0
