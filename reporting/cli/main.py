@@ -54,23 +54,38 @@ def _resource_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--platform", default="openstack", help="default: openstack")
 
 
+def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """The options every command takes, before or after the command's name.
+
+    Only the main parser holds defaults: a subcommand's copy would overwrite a value
+    given before the command with its own default.
+    """
+    def default(value: object) -> object:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument("--url", default=default(os.environ.get("TALLY_URL", DEFAULT_URL)),
+                        help=f"the Reporting API (env TALLY_URL, default {DEFAULT_URL})")
+    token = parser.add_mutually_exclusive_group()
+    token.add_argument("--token-file", default=default(None),
+                       help="file whose first line is the bearer token (env TALLY_TOKEN_FILE)")
+    token.add_argument("--token", default=default(None),
+                       help="the bearer token (env TALLY_TOKEN)")
+    parser.add_argument("--format", choices=("table", "json"), default=default("table"))
+    parser.add_argument("--timeout", type=float, default=default(30.0),
+                        help="seconds to wait for each answer (default 30)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     # No abbreviations: "usage --to" must never read as the global "--token".
     parser = argparse.ArgumentParser(prog=PROG, description="Query the Tally Reporting API.",
                                      allow_abbrev=False)
-    parser.add_argument("--url", default=os.environ.get("TALLY_URL", DEFAULT_URL),
-                        help=f"the Reporting API (env TALLY_URL, default {DEFAULT_URL})")
-    token = parser.add_mutually_exclusive_group()
-    token.add_argument("--token-file",
-                       help="file whose first line is the bearer token (env TALLY_TOKEN_FILE)")
-    token.add_argument("--token",
-                       help="the bearer token (env TALLY_TOKEN)")
-    parser.add_argument("--format", choices=("table", "json"), default="table")
-    parser.add_argument("--timeout", type=float, default=30.0,
-                        help="seconds to wait for each answer (default 30)")
+    _global_options(parser, defaults=True)
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    _global_options(common, defaults=False)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    inv = sub.add_parser("inventory", help="resources, current or as of an instant")
+    inv = sub.add_parser("inventory", parents=[common], allow_abbrev=False,
+                         help="resources, current or as of an instant")
     inv.add_argument("--cloud")
     inv.add_argument("--type", dest="resource_type")
     inv.add_argument("--project")
@@ -85,16 +100,19 @@ def build_parser() -> argparse.ArgumentParser:
     _list_options(inv)
     inv.set_defaults(handler=commands.inventory)
 
-    hist = sub.add_parser("history", help="every event of one resource")
+    hist = sub.add_parser("history", parents=[common], allow_abbrev=False,
+                         help="every event of one resource")
     _resource_arguments(hist)
     _list_options(hist)
     hist.set_defaults(handler=commands.history)
 
-    life = sub.add_parser("lifecycle", help="the live intervals of one resource")
+    life = sub.add_parser("lifecycle", parents=[common], allow_abbrev=False,
+                         help="the live intervals of one resource")
     _resource_arguments(life)
     life.set_defaults(handler=commands.lifecycle)
 
-    use = sub.add_parser("usage", help="resource-seconds over [FROM, TO)")
+    use = sub.add_parser("usage", parents=[common], allow_abbrev=False,
+                         help="resource-seconds over [FROM, TO)")
     use.add_argument("--from", dest="start", required=True, metavar="T")
     use.add_argument("--to", dest="end", required=True, metavar="T")
     use.add_argument("--cloud")
@@ -105,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     _list_options(use)
     use.set_defaults(handler=commands.usage)
 
-    rej = sub.add_parser("rejected", help="the dead letter")
+    rej = sub.add_parser("rejected", parents=[common], allow_abbrev=False,
+                         help="the dead letter")
     rej.add_argument("--cloud")
     rej.add_argument("--since", metavar="T")
     rej.add_argument("--reason", metavar="PREFIX")
@@ -117,11 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
     _list_options(rej)
     rej.set_defaults(handler=commands.rejected)
 
-    rep = sub.add_parser("replay", help="replay rejected events by id (admin)")
+    rep = sub.add_parser("replay", parents=[common], allow_abbrev=False,
+                         help="replay rejected events by id (admin)")
     rep.add_argument("ids", nargs="+", type=int, metavar="ID")
     rep.set_defaults(handler=commands.replay)
 
-    runs = sub.add_parser("sync-runs", help="reconciliation runs, newest first")
+    runs = sub.add_parser("sync-runs", parents=[common], allow_abbrev=False,
+                         help="reconciliation runs, newest first")
     runs.add_argument("--cloud")
     _list_options(runs)
     runs.set_defaults(handler=commands.sync_runs)

@@ -295,3 +295,14 @@ def test_token_file_option_beats_token_environment(
     monkeypatch.delenv("TALLY_TOKEN")
     monkeypatch.setenv("TALLY_TOKEN_FILE", str(token_file))
     assert main(["--url", seeded.url, "sync-runs"]) == 0
+
+
+def test_global_options_also_follow_the_command(
+        seeded: Api, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--format", "table", "inventory", "--cloud", "c2", "--url", seeded.url,
+                 "--token", TOKENS["read"], "--format", "json"]) == 0
+    assert [i["resource_id"] for i in json.loads(capsys.readouterr().out)] == ["inst-e"]
+    # Given only before the command, a global option is not reset by the command's parser.
+    assert main(["--url", seeded.url, "--token", TOKENS["read"], "--format", "json",
+                 "inventory", "--cloud", "c2"]) == 0
+    assert [i["resource_id"] for i in json.loads(capsys.readouterr().out)] == ["inst-e"]
