@@ -12,12 +12,13 @@ In one run, against the same RabbitMQ:
 3. collector, buffer only: the same with the Reporting API unreachable, i.e. the
    listener and the durable buffer alone;
 4. the Reporting API's own ceiling: the bench POSTs the same events in batches of
-   1000 straight to the API, which bounds any delivered rate.
+   1000 straight to the API, as many requests in flight as the collector's
+   ``delivery_concurrency`` (``--concurrency``), which bounds any delivered rate.
 
 It prints the rates and their ratios to the no-op listener (target: >= 0.8).
 Usage, from the checkout:
 
-    python bench/collector.py [--count 20000] [--batch 200] [--rounds 3]
+    python bench/collector.py [--count 20000] [--batch 200] [--rounds 3] [--concurrency 2]
 
 Needs the RabbitMQ and PostgreSQL named by TALLY_TEST_RABBIT_URL / TALLY_TEST_PG_URL
 (loopback defaults).  Creates and removes its own database, queues and files.
@@ -34,6 +35,8 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +64,7 @@ from tests.functional.collector.harness import (  # noqa: E402
 )
 
 EXCHANGES = ["nova", "cinder", "neutron", "glance", "octavia"]
-KINDS = [
+KINDS: list[tuple[str, str, str, Callable[[int], dict[str, Any]]]] = [
     ("nova", "compute.instance.create.end", "compute.bench",
      lambda i: {"instance_id": f"i-{i}", "tenant_id": "p", "state": "active", "vcpus": 1,
                 "memory_mb": 512, "root_gb": 1, "ephemeral_gb": 0, "instance_type": "m1.tiny"}),
@@ -180,8 +183,9 @@ def run_buffer_only(rabbit_url: str, workdir: Path, count: int, batch: int) -> f
         delete_queues(rabbit_url, [pool, f"{topic}.info"])
 
 
-def run_api_ceiling(reporting: ReportingServer, count: int) -> float:
-    """Events per second the Reporting API stores from batches of 1000 posted in a row."""
+def run_api_ceiling(reporting: ReportingServer, count: int, concurrency: int) -> float:
+    """Events per second the Reporting API stores from batches of 1000, ``concurrency``
+    requests in flight (as the collector's delivery)."""
     cloud = f"bench-direct-{uuid.uuid4().hex[:8]}"
     bodies = []
     for start in range(0, count, 1000):
@@ -193,17 +197,24 @@ def run_api_ceiling(reporting: ReportingServer, count: int) -> float:
                                                   "timestamp": "2026-11-29 23:46:12.702142"})
             events.append(event)
         bodies.append(json.dumps({"events": events}))
-    session = requests.Session()
-    session.headers.update({"Authorization": f"Bearer {INGEST_TOKEN}",
-                            "Content-Type": "application/json"})
-    begin = time.monotonic()
-    for body in bodies:
-        session.post(f"{reporting.url}/v1/events", data=body, timeout=300).raise_for_status()
-    return count / (time.monotonic() - begin)
+    local = threading.local()
+
+    def post(body: str) -> None:
+        if not hasattr(local, "session"):
+            local.session = requests.Session()
+            local.session.headers.update({"Authorization": f"Bearer {INGEST_TOKEN}",
+                                          "Content-Type": "application/json"})
+        local.session.post(f"{reporting.url}/v1/events", data=body,
+                           timeout=300).raise_for_status()
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        begin = time.monotonic()
+        list(pool.map(post, bodies))
+        return count / (time.monotonic() - begin)
 
 
 def run_collector(rabbit_url: str, reporting: ReportingServer, workdir: Path, count: int,
-                  batch: int) -> tuple[float, float]:
+                  batch: int, concurrency: int) -> tuple[float, float]:
     """(delivered rate: backlog into the API, consumed rate: backlog out of RabbitMQ)."""
     uid = uuid.uuid4().hex[:8]
     topic, pool, cloud = f"bench-{uid}", f"bench-collector-{uid}", f"bench-{uid}"
@@ -212,7 +223,7 @@ def run_collector(rabbit_url: str, reporting: ReportingServer, workdir: Path, co
         workdir / f"collector-{uid}.conf", cloud=cloud, transport_url=rabbit_url,
         reporting_url=reporting.url, pool=pool, topic=topic,
         buffer_dir=workdir / f"buffer-{uid}", exchanges=EXCHANGES, metrics_port=metrics_port,
-        listener_batch_size=batch)
+        listener_batch_size=batch, delivery_concurrency=concurrency)
     engine = sa.create_engine(reporting.db_url)
 
     def stored() -> int:
@@ -261,6 +272,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=200, help="listener batch size (both)")
+    parser.add_argument("--concurrency", type=int, default=2,
+                        help="the collector's delivery_concurrency, also used for the "
+                        "API ceiling")
     parser.add_argument("--rounds", type=int, default=3,
                         help="the machine is shared: medians over rounds")
     args = parser.parse_args()
@@ -285,16 +299,17 @@ def main() -> int:
                           "API ceiling (direct POSTs)"]
                 notes = ["", "API unreachable: listener + durable buffer",
                          "all buffered, delivery running beside", "all N stored in the API",
-                         "bounds 'delivered'"]
+                         f"bounds 'delivered' ({args.concurrency} in flight)"]
                 ratios: list[list[float]] = [[] for _ in labels]
                 for round_no in range(1, args.rounds + 1):
                     baseline = run_baseline(rabbit_url, args.count, args.batch)
                     buffered = run_buffer_only(rabbit_url, workdir, args.count, args.batch)
                     delivered, consumed = run_collector(
-                        rabbit_url, reporting, workdir, args.count, args.batch)
-                    ceiling = run_api_ceiling(reporting, args.count)
+                        rabbit_url, reporting, workdir, args.count, args.batch,
+                        args.concurrency)
+                    ceiling = run_api_ceiling(reporting, args.count, args.concurrency)
                     print(f"round {round_no}: {args.count} notifications, listener batch "
-                          f"{args.batch}, delivery batch 1000")
+                          f"{args.batch}, delivery batch 1000, {args.concurrency} in flight")
                     rates = [baseline, buffered, consumed, delivered, ceiling]
                     for i, (label, rate, note) in enumerate(zip(labels, rates, notes, strict=True)):
                         ratios[i].append(rate / baseline)

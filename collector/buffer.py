@@ -222,11 +222,15 @@ class EventBuffer:
         self._parked.delete(key)
 
     def oldest_age(self, now: float | None = None) -> float:
-        """Seconds since the oldest buffered item was written (0 when empty)."""
-        (key, _value), stored_at = self._cache.peek(tag=True)
-        if key is None or stored_at is None:
-            return 0.0
-        return max(0.0, (time.time() if now is None else now) - float(stored_at))
+        """Seconds since the oldest buffered item was written (0 when empty).
+
+        Plain reads, no write transaction (``Cache.peek`` takes SQLite's write lock):
+        this runs at every metrics scrape, beside the listener's commits."""
+        for key in self._cache.iterkeys():
+            value, stored_at = self._cache.get(key, tag=True)
+            if value is not None and stored_at is not None:
+                return max(0.0, (time.time() if now is None else now) - float(stored_at))
+        return 0.0
 
     def close(self) -> None:
         self._cache.close()

@@ -103,6 +103,14 @@ def test_oldest_age(buffer: EventBuffer) -> None:
     buffer.append(["{}"])
     (_, _), stored_at = buffer._cache.peek(tag=True)
     assert buffer.oldest_age(now=stored_at + 42.5) == pytest.approx(42.5)
+    buffer.append(["{}"])
+    (_, _), second_at = buffer._cache.peek(tag=True)  # still the first item
+    assert second_at == stored_at
+    buffer.remove(buffer.peek(1))  # the first item settled: the second is the oldest
+    (_, _), second_at = buffer._cache.peek(tag=True)
+    assert buffer.oldest_age(now=second_at + 1.0) == pytest.approx(1.0)
+    buffer.remove(buffer.peek(1))
+    assert buffer.oldest_age() == 0.0
 
 
 def test_parking_keeps_the_item(buffer: EventBuffer) -> None:
