@@ -22,7 +22,7 @@ class ApiError(Exception):
 
 
 class Unreachable(Exception):
-    """No answer at all: refused, timed out, not HTTP."""
+    """No usable answer: refused, timed out, not HTTP, not the Reporting API's JSON."""
 
 
 Params = Mapping[str, str | None]
@@ -78,6 +78,9 @@ class ApiClient:
         while True:
             size = page_size if limit is None else min(page_size, limit - len(items))
             body = self.get(path, {**params, "limit": str(size), "marker": marker})
+            if not isinstance(body, dict) or not isinstance(body.get("items"), list):
+                raise Unreachable(f"{self.base_url}{path} did not answer a list "
+                                  "(is this the Reporting API?)")
             items.extend(body["items"])
             marker = body.get("next_marker")
             if not marker or (limit is not None and len(items) >= limit):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import socket
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +58,6 @@ def run(api: Api, capsys: pytest.CaptureFixture[str], *argv: str,
 
 def table_rows(out: str) -> list[list[str]]:
     """The table's lines split on runs of 2+ spaces (cells never hold two spaces)."""
-    import re
-
     return [re.split(r"\s{2,}", line.strip()) for line in out.splitlines() if line.strip()]
 
 
@@ -306,3 +307,31 @@ def test_global_options_also_follow_the_command(
     assert main(["--url", seeded.url, "--token", TOKENS["read"], "--format", "json",
                  "inventory", "--cloud", "c2"]) == 0
     assert [i["resource_id"] for i in json.loads(capsys.readouterr().out)] == ["inst-e"]
+
+
+def test_a_server_that_is_not_the_api(capsys: pytest.CaptureFixture[str]) -> None:
+    # /healthz-like JSON where a list is expected: a clear line, never a traceback.
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            body = b'{"status": "ok"}' if self.path.startswith("/v1/resources") else b"<html>"
+            self.send_response(200 if body.startswith(b"{") else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    try:
+        assert main(["--url", url, "inventory"]) == 1
+        assert capsys.readouterr().err == (f"tally: {url}/v1/resources did not answer a list "
+                                           "(is this the Reporting API?)\n")
+        assert main(["--url", url, "sync-runs"]) == 1
+        assert capsys.readouterr().err == "tally: 404 error: Not Found\n"
+    finally:
+        server.shutdown()
+        thread.join()
