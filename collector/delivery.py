@@ -19,6 +19,7 @@ import logging
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -144,6 +145,7 @@ class Delivery:
         # Guards the claims and the shared backoff.
         self._lock = threading.Lock()
         self._claimed: set[int] = set()  # buffer items inside a request in flight
+        self._claimed_events = 0  # events of those items sent
         self._failures = 0
         self._resume_at = 0.0  # time.monotonic() before which nothing is sent
 
@@ -252,15 +254,25 @@ class Delivery:
             self._release(items)
 
     def _claim(self) -> list[BufferedEvent]:
-        """The oldest unclaimed events, their items now owned by this request."""
+        """The oldest unclaimed events, their items now owned by this request.
+
+        While another request is in flight, a partial batch holding everything that
+        is left is not sent: the busy thread takes it, grown, when it is done.  The
+        extra requests are for a backlog; chasing a trickle with several small ones
+        only costs both sides per-request work."""
         with self._lock:
             items = self._buffer.peek(self._batch_size, skip=self._claimed)
+            if (self._claimed and len(items) < self._batch_size
+                    and self._claimed_events + len(items) >= self._buffer.depth()):
+                return []
             self._claimed.update(event.item for event in items)
+            self._claimed_events += len(items)
         return items
 
     def _release(self, items: list[BufferedEvent]) -> None:
         with self._lock:
             self._claimed.difference_update(event.item for event in items)
+            self._claimed_events -= len(items)
 
     def _session(self) -> requests.Session:
         session: requests.Session | None = getattr(self._local, "session", None)
@@ -313,8 +325,8 @@ class Delivery:
                 done[index] = status
         if done:
             self._buffer.remove(items[index] for index in done)
-            for status in done.values():
-                self._metrics.delivered.labels(status).inc()
+            for status, count in Counter(done.values()).items():
+                self._metrics.delivered.labels(status).inc(count)
         if len(done) < len(items):
             raise DeliveryRefused(
                 "bad_response",

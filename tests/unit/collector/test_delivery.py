@@ -296,6 +296,32 @@ def test_a_request_in_flight_owns_its_items(
     assert sample_value(metrics, "tally_collector_delivered_total", {"outcome": "stored"}) == 12
 
 
+def test_a_partial_batch_waits_for_the_request_in_flight(
+    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
+) -> None:
+    """Extra requests are for a backlog: the last few events are not sent beside a
+    request in flight, the busy thread takes them next."""
+    buffer.append([_event(n) for n in range(4)])
+    buffer.append([_event(n) for n in range(4, 6)])
+    delivery = _delivery(buffer, metrics, batch_size=4)
+    answer = _answer()
+    sent: list[list[str]] = []
+    nested: list[int] = []
+
+    def callback(request: Any, context: Any) -> Any:
+        sent.append(_ids(request))
+        if len(sent) == 1:
+            nested.append(delivery.deliver_once())
+        return answer(request, context)
+
+    requests_mock.post(URL, json=callback)
+    assert delivery.deliver_once() == 4
+    assert nested == [0]
+    assert sent == [["e-0", "e-1", "e-2", "e-3"]]
+    assert delivery.deliver_once() == 2  # alone now: a partial batch goes out
+    assert buffer.depth() == 0
+
+
 def test_a_failing_request_keeps_its_items_and_touches_no_others(
     buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
 ) -> None:
