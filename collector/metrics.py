@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from wsgiref.simple_server import WSGIServer
 
@@ -70,10 +71,30 @@ class CollectorMetrics:
         self, depth: Callable[[], float], oldest_age: Callable[[], float],
         parked_depth: Callable[[], float],
     ) -> None:
-        """Read the buffer gauges at scrape time."""
+        """Read the buffer gauges at scrape time.  The two that query SQLite are read at
+        most once a second: every scrape runs on a new thread, which opens its own
+        SQLite connections, beside the listener's commits."""
         self.buffer_depth.set_function(depth)
-        self.buffer_oldest_age.set_function(oldest_age)
-        self.parked_depth.set_function(parked_depth)
+        self.buffer_oldest_age.set_function(_at_most_every(_SQLITE_GAUGE_TTL_S, oldest_age))
+        self.parked_depth.set_function(_at_most_every(_SQLITE_GAUGE_TTL_S, parked_depth))
+
+
+_SQLITE_GAUGE_TTL_S = 1.0
+
+
+def _at_most_every(seconds: float, read: Callable[[], float]) -> Callable[[], float]:
+    """``read`` called at most once per ``seconds``; the last value in between."""
+    lock = threading.Lock()
+    last: list[float] = []  # [value, monotonic time read]
+
+    def cached() -> float:
+        with lock:
+            now = time.monotonic()
+            if not last or now - last[1] >= seconds:
+                last[:] = [read(), now]
+            return last[0]
+
+    return cached
 
 
 def parse_bind(value: str) -> tuple[str, int] | None:
