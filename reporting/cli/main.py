@@ -11,10 +11,10 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from reporting.cli import commands, table
 from reporting.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
+from reporting.token_file import TokenFileError, read_token_file
 
 PROG = "tally"
 DEFAULT_URL = "http://127.0.0.1:8779"
@@ -161,13 +161,9 @@ def _token(args: argparse.Namespace) -> str | None:
     if not path:
         return None
     try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as exc:
-        raise UsageError(f"token file {path}: {exc.strerror}") from None
-    token = lines[0].strip() if lines else ""
-    if not token:
-        raise UsageError(f"token file {path} is empty")
-    return token
+        return read_token_file(path)
+    except TokenFileError as exc:
+        raise UsageError(f"token file {exc}") from None
 
 
 def _print(output: commands.Output, fmt: str) -> None:

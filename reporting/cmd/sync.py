@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from urllib.parse import quote
 
 import requests
@@ -19,6 +18,7 @@ from oslo_config import cfg
 
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from reporting.cmd import ConfigError, load_conf, one_line
+from reporting.token_file import TokenFileError, read_token_file
 
 PROG = "tally-sync"
 # The API holds a sync's response open for the budget and a little more.
@@ -36,13 +36,9 @@ def _token(conf: cfg.ConfigOpts) -> str | None:
     if not path:
         return None
     try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as exc:
-        raise ConfigError(f"[sync] token_file {path}: {exc.strerror}") from None
-    token = lines[0].strip() if lines else ""
-    if not token:
-        raise ConfigError(f"[sync] token_file {path} is empty")
-    return token
+        return read_token_file(path)
+    except TokenFileError as exc:
+        raise ConfigError(f"[sync] token_file {exc}") from None
 
 
 def _clouds(conf: cfg.ConfigOpts) -> list[str]:
