@@ -197,9 +197,11 @@ class Delivery:
                 LOG.exception("Delivery round failed")
                 self._back_off(None)
                 continue
-            with self._lock:
-                self._failures = 0
-            if not delivered:
+            if delivered:
+                with self._lock:
+                    self._failures = 0
+            else:
+                # Nothing unclaimed: not a success (another thread may be failing).
                 written.wait(self._idle_poll)
                 written.clear()
 

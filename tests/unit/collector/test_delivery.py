@@ -507,6 +507,33 @@ def test_backoff_is_shared_by_concurrent_requests(
     assert buffer.depth() == 2
 
 
+def test_an_idle_thread_does_not_reset_the_backoff(
+    buffer: EventBuffer, metrics: CollectorMetrics
+) -> None:
+    """One item, the API down: the thread with nothing to claim must not count its
+    empty rounds as successes, so the pause keeps doubling."""
+    buffer.append([_event(1)])
+    api = _LocalAPI(lambda events: (503, {"error": {"code": "unavailable", "message": "x"}}))
+    delivery = Delivery(api.url, None, buffer, metrics, concurrency=2, idle_poll=0.001,
+                        initial_delay=0.01, max_delay=1000, jitter=lambda a, b: b)
+    stop, written = threading.Event(), threading.Event()
+    thread = _run(delivery, stop, written)
+    failures = {"reason": "server_error"}
+    try:
+        _wait_for(lambda: sample_value(
+            metrics, "tally_collector_delivery_failures_total", failures) >= 5, stop)
+    finally:
+        stop.set()
+        written.set()
+        thread.join(10)
+        api.close()
+    assert not thread.is_alive()
+    count = int(sample_value(metrics, "tally_collector_delivery_failures_total", failures))
+    assert count >= 5
+    assert delivery.next_delay(None) == pytest.approx(0.01 * 2**count)
+    assert buffer.depth() == 1
+
+
 def test_delivery_concurrency_option(conf: Any, buffer: EventBuffer, metrics: CollectorMetrics) -> None:
     assert conf.collector.delivery_concurrency == 2
     conf.set_override("delivery_concurrency", 5, group="collector")
