@@ -41,7 +41,8 @@ def _micros(dialect: str, column: Any) -> sa.ColumnElement[int]:
         seconds = sa.cast(sa.func.strftime("%s", column), sa.BigInteger)
         fraction = sa.cast(sa.func.substr(column, 21, 6), sa.BigInteger)
         return seconds * 1_000_000 + fraction
-    raise NotImplementedError(f"usage is not implemented for the {dialect} dialect")
+    # Tally supports SQLite and PostgreSQL only; any other URL is a configuration error.
+    raise ValueError(f"unsupported database dialect {dialect!r} (SQLite or PostgreSQL)")
 
 
 def _overlap_micros(dialect: str, start: dt.datetime, end: dt.datetime) -> sa.ColumnElement[int]:
