@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from typing import Any
 
 from flask import Blueprint, Response, g, request
@@ -16,16 +15,13 @@ bp = Blueprint("cinder", __name__, url_prefix="/volume")
 MIN_VERSION = (3, 0)
 MAX_VERSION = (3, 71)
 MAX_LIMIT = 1000
-_VERSION_RE = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
 # Filters cinder answers that this simulation does not: refused, never ignored.
 UNSIMULATED = frozenset({"name", "status", "metadata", "bootable", "migration_status",
                          "availability_zone", "group_id", "sort", "sort_key", "sort_dir",
                          "offset", "with_count", "created_at", "updated_at", "volume_type"})
 
 
-def _bad(message: str, code: int = 400) -> Response:
-    name = {400: "badRequest", 403: "forbidden", 404: "itemNotFound"}.get(code, "computeFault")
-    return common.json_response({name: {"code": code, "message": message}}, code)
+_bad = common.fault
 
 
 def _is_version_document() -> bool:
@@ -37,23 +33,13 @@ def guard() -> Response | None:
     denied = common.guard("block-storage", public=_is_version_document)
     if denied is not None or _is_version_document():
         return denied
-    header = request.headers.get("OpenStack-API-Version", "")
-    parts = header.strip().split()
-    if len(parts) != 2 or parts[0].lower() != "volume":
-        g.microversion = MIN_VERSION
-        return None
-    if parts[1].lower() == "latest":
-        g.microversion = MAX_VERSION
-        return None
-    match = _VERSION_RE.match(parts[1])
-    if not match:
-        return _bad(f"Invalid API version {parts[1]}")
-    version = (int(match.group(1)), int(match.group(2)))
-    if not MIN_VERSION <= version <= MAX_VERSION:
-        return _bad(f"Version {parts[1]} is not supported by the API. Minimum is 3.0 and "
-                    "maximum is 3.71.", 406)
-    g.microversion = version
-    return None
+    parts = request.headers.get("OpenStack-API-Version", "").strip().split()
+    requested = parts[1] if len(parts) == 2 and parts[0].lower() == "volume" else None
+    return common.negotiate_microversion(
+        requested, MIN_VERSION, MAX_VERSION,
+        malformed="Invalid API version {v}",
+        unsupported="Version {v} is not supported by the API. Minimum is 3.0 and "
+        "maximum is 3.71.")
 
 
 @bp.after_request

@@ -9,6 +9,7 @@ keystonemiddleware does.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -63,6 +64,40 @@ def service_unavailable() -> Response:
     return Response("<html><body><h1>503 Service Unavailable</h1>\nNo server is available "
                     "to handle this request.\n</body></html>\n", status=503,
                     mimetype="text/html")
+
+
+def fault(message: str, code: int = 400) -> Response:
+    """The fault body nova and cinder answer with (``{"badRequest": {...}}``)."""
+    name = {400: "badRequest", 403: "forbidden", 404: "itemNotFound"}.get(code, "computeFault")
+    return json_response({name: {"code": code, "message": message}}, code)
+
+
+_MICROVERSION_RE = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
+
+
+def negotiate_microversion(requested: str | None, minimum: tuple[int, int],
+                           maximum: tuple[int, int], *, malformed: str,
+                           unsupported: str) -> Response | None:
+    """Set ``g.microversion`` from the requested text, as nova and cinder negotiate.
+
+    None asks for the minimum, ``latest`` for the maximum; a malformed version is 400
+    and one out of range 406, with the service's own message (``{v}`` is the text).
+    """
+    if requested is None:
+        g.microversion = minimum
+        return None
+    text = requested.strip()
+    if text.lower() == "latest":
+        g.microversion = maximum
+        return None
+    match = _MICROVERSION_RE.match(text)
+    if not match:
+        return fault(malformed.format(v=requested))
+    version = (int(match.group(1)), int(match.group(2)))
+    if not minimum <= version <= maximum:
+        return fault(unsupported.format(v=requested), 406)
+    g.microversion = version
+    return None
 
 
 def base_url() -> str:

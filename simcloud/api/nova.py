@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from flask import Blueprint, Response, g, request
@@ -16,7 +15,6 @@ bp = Blueprint("nova", __name__, url_prefix="/compute")
 MIN_VERSION = (2, 1)
 MAX_VERSION = (2, 100)
 MAX_LIMIT = 1000
-_VERSION_RE = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
 
 # Query parameters nova's servers schema knows (2.75+ refuses any other) ...
 NOVA_SERVER_PARAMS = frozenset({
@@ -37,9 +35,7 @@ SIMULATED_PARAMS = frozenset({"all_tenants", "deleted", "changes-since", "change
                               "limit", "marker", "project_id", "tenant_id"})
 
 
-def _bad(message: str, code: int = 400) -> Response:
-    name = {400: "badRequest", 403: "forbidden", 404: "itemNotFound"}.get(code, "computeFault")
-    return common.json_response({name: {"code": code, "message": message}}, code)
+_bad = common.fault
 
 
 def _is_version_document() -> bool:
@@ -61,22 +57,12 @@ def guard() -> Response | None:
             requested = parts[1]
     if requested is None:
         requested = request.headers.get("X-OpenStack-Nova-API-Version")
-    if requested is None:
-        g.microversion = MIN_VERSION
-        return None
-    if requested.lower() == "latest":
-        g.microversion = MAX_VERSION
-        return None
-    match = _VERSION_RE.match(requested.strip())
-    if not match:
-        return _bad(f"API Version String {requested} is of invalid format. Must be of "
-                    "format MajorNum.MinorNum.")
-    version = (int(match.group(1)), int(match.group(2)))
-    if not MIN_VERSION <= version <= MAX_VERSION:
-        return _bad(f"Version {requested} is not supported by the API. Minimum is 2.1 and "
-                    "maximum is 2.100.", 406)
-    g.microversion = version
-    return None
+    return common.negotiate_microversion(
+        requested, MIN_VERSION, MAX_VERSION,
+        malformed="API Version String {v} is of invalid format. Must be of "
+        "format MajorNum.MinorNum.",
+        unsupported="Version {v} is not supported by the API. Minimum is 2.1 and "
+        "maximum is 2.100.")
 
 
 @bp.after_request

@@ -57,20 +57,14 @@ def instance(b: _Builder, born: float, death: float | None, pre: bool, owner: Ow
             op = pick(rng, ("power_on", "resize"), (80, 20))
         else:
             op = "unshelve"
-        if op == "power_off":
-            phase(t, vm, "powering-off")
-            b.note(res, t, "compute.instance.power_off.start")
+        if op in _POWER:
+            task, vm_after = _POWER[op]
+            phase(t, vm, task)
+            b.note(res, t, f"compute.instance.{op}.start")
             t += b.secs(5, 30)
-            vm = "stopped"
+            vm = vm_after
             phase(t, vm, None)
-            b.note(res, t, "compute.instance.power_off.end")
-        elif op == "power_on":
-            phase(t, vm, "powering-on")
-            b.note(res, t, "compute.instance.power_on.start")
-            t += b.secs(5, 30)
-            vm = "active"
-            phase(t, vm, None)
-            b.note(res, t, "compute.instance.power_on.end")
+            b.note(res, t, f"compute.instance.{op}.end")
         elif op == "shelve":
             phase(t, vm, "shelving")
             b.note(res, t, "compute.instance.shelve.start")
@@ -95,6 +89,9 @@ def instance(b: _Builder, born: float, death: float | None, pre: bool, owner: Ow
             t, flavor = _resize(b, res, phase, t, vm, flavor)
     b.add(res)
 
+
+# op -> (the task_state while it runs, the vm_state it leaves)
+_POWER = {"power_off": ("powering-off", "stopped"), "power_on": ("powering-on", "active")}
 
 _PUBLIC_FLAVORS = [i for i, f in enumerate(model.FLAVORS) if f.is_public]
 
