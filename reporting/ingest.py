@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting import fold, metrics, pg_batch, projection
+from reporting import fold, metrics, pg_batch, planner_statistics, projection
 from reporting.db.models import Event, RejectedEvent
 from reporting.validation import ValidEvent, load_validator, storable_copy
 
@@ -96,6 +96,8 @@ def ingest(
         else:
             valid.append((index, outcome))
     stored = _store_with_retry(factory, valid, rejected)
+    if stored:
+        planner_statistics.after_stored(factory)
     results = _results(items, checked, valid, stored)
     _count(items, checked, results)
     return results

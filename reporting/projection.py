@@ -57,38 +57,6 @@ def lock_resources(session: Session, keys: Iterable[ResourceKey]) -> None:
         )
 
 
-# The tables the fold looks resources up in, by their whole key.
-_LOOKUP_TABLES = ("current_resources", "resource_intervals", "events")
-
-
-def analyze_unplanned(session: Session) -> list[str]:
-    """ANALYZE the fold's lookup tables that hold rows but no planner statistics yet.
-
-    Without statistics PostgreSQL guesses every equality matches 0.5 % of the rows and
-    may serve the by-key lookup of ``current_resources`` from
-    ``ix_current_resources_cloud_type_live`` instead of the primary key: each of a
-    batch's 1000 lookups then walks every row of its (cloud, type), so booking a
-    fresh cloud slows down quadratically (a first sync of 100,000 resources spent
-    most of its three minutes there).  Any statistics (even of the first 1000 rows)
-    show few distinct clouds and types and bring the primary key back.  Autovacuum
-    would take them too, but not before its next round, and not at all where it is
-    off.  A table its user does not own is skipped with a warning by PostgreSQL.
-    Answers the tables analysed; other dialects: none.
-    """
-    if session.get_bind().dialect.name != "postgresql":
-        return []
-    with_statistics = set(session.execute(
-        sa.text("SELECT DISTINCT tablename FROM pg_stats "
-                "WHERE schemaname = current_schema() AND tablename IN :names")
-        .bindparams(sa.bindparam("names", expanding=True)),
-        {"names": list(_LOOKUP_TABLES)},
-    ).scalars())
-    missing = [name for name in _LOOKUP_TABLES if name not in with_statistics]
-    if missing:
-        session.execute(sa.text("ANALYZE " + ", ".join(missing)))
-    return missing
-
-
 def _chunks(keys: Sequence[ResourceKey]) -> Iterable[list[ResourceKey]]:
     for start in range(0, len(keys), _CHUNK):
         yield list(keys[start : start + _CHUNK])

@@ -23,7 +23,7 @@ from oslo_config import cfg
 from sqlalchemy.orm import Session, sessionmaker
 
 from mapping.event import format_timestamp
-from reporting import metrics, projection
+from reporting import metrics
 from reporting.ingest import MAX_BATCH, ingest_events
 from reporting.sync import lock, store
 from reporting.sync.clouds import CloudEntry, build_adapter
@@ -231,7 +231,6 @@ class SyncService:
               ) -> None:
         strict = bool(self.conf.ingest.require_size_schema)
         corrections = plan.corrections
-        analyzed = False
         for start in range(0, len(corrections), MAX_BATCH):
             if time.monotonic() > deadline:
                 # What is booked stands; the next run plans the rest again.
@@ -242,20 +241,13 @@ class SyncService:
             batch = corrections[start:start + MAX_BATCH]
             results = ingest_events(self.factory, [c.event for c in batch],
                                     require_size_schema=strict)
-            stored = False
             for correction, result in zip(batch, results, strict=True):
                 if result.status == "stored":
                     stats[ACTION_STAT[correction.action]] += 1
-                    stored = True
                 elif result.status == "rejected":
                     stats["errors"].append(
                         f"booking sync.{correction.action} of {correction.resource_type} "
                         f"{correction.resource_id}: rejected: {result.reason}")
-            if stored and not analyzed and start + MAX_BATCH < len(corrections):
-                # A first sync fills an empty projection: plan the rest with statistics.
-                with self.factory.begin() as session:
-                    projection.analyze_unplanned(session)
-                analyzed = True
 
     @staticmethod
     def _count(cloud: str, status: str, stats: dict[str, Any]) -> None:
