@@ -324,14 +324,22 @@ def queue_depth(rabbit_url: str, name: str) -> tuple[int, int]:
 
 def metric(port: int, name: str, labels: dict[str, str] | None = None) -> float | None:
     """One sample of the collector's /metrics, or None when it is not served (yet)."""
+    samples = metric_samples(port)
+    if samples is None:
+        return None
+    for sample_name, sample_labels, value in samples:
+        if sample_name == name and (labels is None or sample_labels == labels):
+            return value
+    return None
+
+
+def metric_samples(port: int) -> list[tuple[str, dict[str, str], float]] | None:
+    """Every sample of one scrape of the collector's /metrics (None: not served yet)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     try:
         text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
     except requests.RequestException:
         return None
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name and (labels is None or sample.labels == labels):
-                return float(sample.value)
-    return None
+    return [(sample.name, sample.labels, float(sample.value))
+            for family in text_string_to_metric_families(text) for sample in family.samples]
