@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+import orjson
 import requests
 from oslo_config import cfg
 
@@ -314,7 +315,7 @@ class Delivery:
 
     def _settle(self, items: list[BufferedEvent], response: requests.Response) -> int:
         try:
-            results = response.json()["results"]
+            results = orjson.loads(response.content)["results"]
             if not isinstance(results, list):
                 raise TypeError("results is not a list")
         except (ValueError, KeyError, TypeError) as exc:

@@ -121,15 +121,17 @@ _ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def unstorable(value: Any) -> bool:
-    """True when a string or key somewhere holds NUL or a lone surrogate.
+    """True when a string or key somewhere holds NUL or a lone surrogate, or a number
+    is not finite.
 
-    Neither survives PostgreSQL (text refuses NUL, UTF-8 refuses surrogates), so
-    such an item is refused here instead of failing the whole batch at write time.
+    None of them survives PostgreSQL (text refuses NUL, UTF-8 refuses surrogates,
+    JSON has no NaN), so such an item is refused here instead of failing the whole
+    batch at write time.
     json.dumps does the walk at C speed: it escapes NUL as \\u0000 and leaves a lone
     surrogate for the UTF-8 encoder to refuse.
     """
     try:
-        text = json.dumps(value, ensure_ascii=False)
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
         text.encode("utf-8")
     except UnicodeEncodeError:
         return True
@@ -198,7 +200,8 @@ class ItemValidator:
         if error is not None:
             return _clip(f"event_schema: {error[0]}: {error[1]}")
         if self._check_storable and unstorable(item):
-            return "event_schema: a string holds NUL or an unpaired surrogate"
+            return ("event_schema: a string holds NUL or an unpaired surrogate, "
+                    "or a number is not finite")
         try:
             timestamp = parse_timestamp(item["timestamp"])
         except TimestampError as exc:

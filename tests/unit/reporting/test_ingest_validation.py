@@ -66,13 +66,15 @@ def test_a_check_all_batch_finds_the_one_unstorable_item() -> None:
     items = [item(event_id="a"), item(event_id="b", resource_id="x\x00"), item(event_id="c")]
     checked = validator().check_all(items)
     assert isinstance(checked[0], ValidEvent) and isinstance(checked[2], ValidEvent)
-    assert checked[1] == "event_schema: a string holds NUL or an unpaired surrogate"
+    assert checked[1] == (
+        "event_schema: a string holds NUL or an unpaired surrogate, or a number is not finite")
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
     [("ok", False), ("a\x00b", True), ("\ud800", True), ("\\u0000 is text", False),
-     ("😀", False), ({"k\x00": 1}, True), ([["\udfff"]], True), (1.5, False)],
+     ("😀", False), ({"k\x00": 1}, True), ([["\udfff"]], True), (1.5, False),
+     (float("nan"), True), ({"size": float("inf")}, True), (10**40, False)],
 )
 def test_unstorable(value: Any, expected: bool) -> None:
     assert unstorable(value) is expected
