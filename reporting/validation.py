@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonschema
 import jsonschema_rs
+import orjson
 import sqlalchemy as sa
 from jsonschema.protocols import Validator
 from sqlalchemy.orm import Session
@@ -126,10 +127,26 @@ def unstorable(value: Any) -> bool:
 
     None of them survives PostgreSQL (text refuses NUL, UTF-8 refuses surrogates,
     JSON has no NaN), so such an item is refused here instead of failing the whole
-    batch at write time.
-    json.dumps does the walk at C speed: it escapes NUL as \\u0000 and leaves a lone
-    surrogate for the UTF-8 encoder to refuse.
+    batch at write time.  A JSON encoder does the walk at C speed: it escapes NUL as
+    \\u0000; orjson refuses a lone surrogate.  orjson writes NaN and infinity as
+    null, so an output holding null, and anything orjson cannot write (an integer
+    beyond 64 bits, a key that is not a string), is decided by the standard library.
     """
+    try:
+        encoded = orjson.dumps(value, option=_STRICT)
+    except orjson.JSONEncodeError:
+        return _unstorable_by_stdlib(value)
+    if b"null" in encoded:
+        return _unstorable_by_stdlib(value)
+    return b"\\u0000" in encoded and _ESCAPED_NUL.search(encoded.decode()) is not None
+
+
+# Types orjson writes but the standard library refuses go to the standard library.
+_STRICT = (orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+           | orjson.OPT_PASSTHROUGH_SUBCLASS)
+
+
+def _unstorable_by_stdlib(value: Any) -> bool:
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
         text.encode("utf-8")
