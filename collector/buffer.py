@@ -72,11 +72,13 @@ _SEPARATOR = "\n"
 
 @dataclass(frozen=True)
 class BufferedEvent:
-    """One buffered event: the item holding it, its position there, its JSON text."""
+    """One buffered event: the item holding it, its position there, its JSON text,
+    and when the item was buffered (``time.time()``)."""
 
     item: int
     position: int
     value: str
+    stored_at: float = 0.0
 
 
 def _open_cache(directory: str, sync: str) -> diskcache.Cache:
@@ -156,13 +158,14 @@ class EventBuffer:
         for key in self._cache.iterkeys():
             if key in skip:
                 continue
-            value = self._cache.get(key)
+            value, stored_at = self._cache.get(key, tag=True)
             if value is None:
                 continue
             texts = _events_of(value)
             if events and len(events) + _count(texts) > limit:
                 break
-            events += [BufferedEvent(key, i, text) for i, text in enumerate(texts)
+            stored_at = float(stored_at or 0.0)
+            events += [BufferedEvent(key, i, text, stored_at) for i, text in enumerate(texts)
                        if text]
             if len(events) >= limit:
                 break

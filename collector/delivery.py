@@ -69,6 +69,13 @@ OPTS = [
         help="Cap of the pause between failed deliveries.",
     ),
     cfg.FloatOpt(
+        "batch_linger_s", default=0.25, min=0.0, max=60.0,
+        help="How long buffered events may wait for more to fill a batch before a "
+        "partial batch is sent. A backlog then travels in full batches (the API "
+        "stores 1000 events in one request at far less cost than in five); a "
+        "single event waits at most this long. 0 sends whatever is there at once.",
+    ),
+    cfg.FloatOpt(
         "idle_poll_s", default=1.0, min=0.01,
         help="How often an empty buffer is looked at again (new events wake the "
         "delivery at once).",
@@ -127,6 +134,7 @@ class Delivery:
         max_delay: float = 60.0,
         idle_poll: float = 1.0,
         concurrency: int = 2,
+        linger: float = 0.0,
         jitter: Callable[[float, float], float] = random.uniform,
     ) -> None:
         self._url = url
@@ -137,6 +145,7 @@ class Delivery:
         self._initial_delay = initial_delay
         self._max_delay = max_delay
         self._idle_poll = idle_poll
+        self._linger = linger
         self._concurrency = max(1, concurrency)
         self._headers = {"Content-Type": "application/json"}
         if token:
@@ -149,6 +158,7 @@ class Delivery:
         self._claimed_events = 0  # events of those items sent
         self._failures = 0
         self._resume_at = 0.0  # time.monotonic() before which nothing is sent
+        self._linger_until = 0.0  # time.monotonic() when a lingering partial batch is due
 
     @classmethod
     def from_conf(
@@ -166,6 +176,7 @@ class Delivery:
             max_delay=group.retry_max_delay_s,
             idle_poll=group.idle_poll_s,
             concurrency=group.delivery_concurrency,
+            linger=group.batch_linger_s,
         )
 
     def run(self, stop: threading.Event, written: threading.Event) -> None:
@@ -202,8 +213,8 @@ class Delivery:
                 with self._lock:
                     self._failures = 0
             else:
-                # Nothing unclaimed: not a success (another thread may be failing).
-                written.wait(self._idle_poll)
+                # Nothing (ready) to claim: not a success (another thread may be failing).
+                written.wait(self._idle_wait())
                 written.clear()
 
     def _wait_out_backoff(self, stop: threading.Event) -> bool:
@@ -259,18 +270,30 @@ class Delivery:
     def _claim(self) -> list[BufferedEvent]:
         """The oldest unclaimed events, their items now owned by this request.
 
-        While another request is in flight, a partial batch holding everything that
-        is left is not sent: the busy thread takes it, grown, when it is done.  The
-        extra requests are for a backlog; chasing a trickle with several small ones
-        only costs both sides per-request work."""
+        A partial batch holding everything that is left is held back while another
+        request is in flight (the busy thread takes it, grown, when it is done) and
+        until its oldest event has waited ``linger`` seconds: a backlog the
+        listener is still writing then travels in full batches, since every request
+        costs both sides work of its own; a trickle waits at most ``linger``."""
         with self._lock:
             items = self._buffer.peek(self._batch_size, skip=self._claimed)
-            if (self._claimed and len(items) < self._batch_size
+            if (items and len(items) < self._batch_size
                     and self._claimed_events + len(items) >= self._buffer.depth()):
-                return []
+                # stored_at is wall-clock time: a clock stepped back does not hold it longer
+                wait = items[0].stored_at + self._linger - time.time()
+                if self._claimed or 0 < wait <= self._linger:
+                    self._linger_until = time.monotonic() + wait
+                    return []
             self._claimed.update(event.item for event in items)
             self._claimed_events += len(items)
         return items
+
+    def _idle_wait(self) -> float:
+        """How long to wait for new events before looking again: until a lingering
+        partial batch is due, at most ``idle_poll``."""
+        with self._lock:
+            until_due = self._linger_until - time.monotonic()
+        return min(self._idle_poll, until_due) if until_due > 0 else self._idle_poll
 
     def _release(self, items: list[BufferedEvent]) -> None:
         with self._lock:

@@ -30,19 +30,20 @@ MAX_DEPTH = 64
 
 
 def _too_deep(document: Any) -> bool:
-    """True when arrays/objects nest deeper than MAX_DEPTH (iterative, no recursion)."""
-    stack: list[tuple[Any, int]] = [(document, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            children: Any = value.values()
-        elif isinstance(value, list):
-            children = value
-        else:
-            continue
+    """True when arrays/objects nest deeper than MAX_DEPTH (level by level, no
+    recursion; only containers are carried to the next level)."""
+    level = [document] if isinstance(document, (dict, list)) else []
+    depth = 0
+    while level:
+        depth += 1
         if depth > MAX_DEPTH:
             return True
-        stack.extend((child, depth + 1) for child in children)
+        below = []
+        for value in level:
+            for child in value.values() if isinstance(value, dict) else value:
+                if isinstance(child, (dict, list)):
+                    below.append(child)
+        level = below
     return False
 
 

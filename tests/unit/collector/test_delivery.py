@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -540,3 +541,59 @@ def test_delivery_concurrency_option(conf: Any, buffer: EventBuffer, metrics: Co
     assert Delivery.from_conf(conf, buffer, metrics)._concurrency == 5
     with pytest.raises(ValueError):
         conf.set_override("delivery_concurrency", 0, group="collector")
+
+
+def test_a_partial_batch_lingers_for_more_events_and_a_full_one_does_not(
+    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.post(URL, json=_answer())
+    delivery = _delivery(buffer, metrics, batch_size=4, linger=30.0)
+    buffer.append([_event(n) for n in range(3)])
+    assert delivery.deliver_once() == 0  # 3 of 4, fresh: waits for more
+    assert 0 < delivery._idle_wait() <= 1.0  # idle_poll bounds the wait
+    assert not requests_mock.called
+    buffer.append([_event(n) for n in range(3, 6)])
+    assert delivery.deliver_once() == 3  # whole items only while they fit: 3, then 3
+    assert delivery.deliver_once() == 0  # the rest is partial and fresh again
+    assert buffer.depth() == 3
+
+
+def test_a_partial_batch_goes_out_once_its_oldest_event_has_lingered(
+    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.post(URL, json=_answer())
+    delivery = _delivery(buffer, metrics, batch_size=4, linger=0.05, idle_poll=5.0)
+    buffer.append([_event(1)])
+    assert delivery.deliver_once() == 0
+    assert 0 < delivery._idle_wait() <= 0.05  # wakes when it is due, not at idle_poll
+    threading.Event().wait(0.08)
+    assert delivery.deliver_once() == 1
+    assert buffer.depth() == 0
+
+
+def test_an_item_stamped_in_the_future_does_not_linger(
+    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
+) -> None:
+    """The buffer stamps wall-clock time; a clock stepped back does not hold events."""
+    requests_mock.post(URL, json=_answer())
+    buffer._cache.push(_event(1), tag=time.time() + 3600)
+    buffer._count += 1
+    assert _delivery(buffer, metrics, batch_size=4, linger=1.0).deliver_once() == 1
+
+
+def test_run_delivers_a_single_event_after_the_linger_not_the_idle_poll(
+    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.post(URL, json=_answer())
+    delivery = _delivery(buffer, metrics, linger=0.1, idle_poll=30.0)
+    stop, written = threading.Event(), threading.Event()
+    thread = _run(delivery, stop, written)
+    try:
+        buffer.append([_event(1)])
+        written.set()  # as the listener does after a write
+        _wait_for(lambda: buffer.depth() == 0, stop)
+    finally:
+        stop.set()
+        written.set()
+        thread.join(10)
+    assert buffer.depth() == 0

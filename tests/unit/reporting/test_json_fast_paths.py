@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from reporting import pg_batch
 from reporting.api.errors import ApiError
-from reporting.api.jsonbody import parse
+from reporting.api.jsonbody import MAX_DEPTH, _too_deep, parse
 from reporting.validation import _unstorable_by_stdlib, unstorable
 
 text = st.text(alphabet=st.characters(codec=None)) | st.sampled_from(
@@ -83,3 +83,19 @@ def test_a_body_keeps_its_numbers_exact() -> None:
     document = parse(b'{"big": 123456789012345678901234567890, "f": 1.5e300, "z": -0.0}')
     assert exact(document) == exact({"big": 123456789012345678901234567890, "f": 1.5e300,
                                      "z": -0.0})
+
+
+def nested(depth: int, kind: str) -> Any:
+    value: Any = 1
+    for level in range(depth):
+        value = [value] if kind == "list" or (kind == "mixed" and level % 2) else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("kind", ["list", "dict", "mixed"])
+def test_nesting_is_allowed_up_to_max_depth(kind: str) -> None:
+    assert not _too_deep(nested(MAX_DEPTH, kind))
+    assert _too_deep(nested(MAX_DEPTH + 1, kind))
+    assert _too_deep({"wide": [1, "x", nested(MAX_DEPTH, kind)]})
+    assert not _too_deep({"wide": [1, "x", nested(MAX_DEPTH - 2, kind)]})
+    assert not _too_deep("scalar")
