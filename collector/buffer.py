@@ -72,13 +72,11 @@ _SEPARATOR = "\n"
 
 @dataclass(frozen=True)
 class BufferedEvent:
-    """One buffered event: the item holding it, its position there, its JSON text,
-    and when the item was buffered (``time.time()``)."""
+    """One buffered event: the item holding it, its position there, its JSON text."""
 
     item: int
     position: int
     value: str
-    stored_at: float = 0.0
 
 
 def _open_cache(directory: str, sync: str) -> diskcache.Cache:
@@ -158,14 +156,13 @@ class EventBuffer:
         for key in self._cache.iterkeys():
             if key in skip:
                 continue
-            value, stored_at = self._cache.get(key, tag=True)
+            value = self._cache.get(key)
             if value is None:
                 continue
             texts = _events_of(value)
             if events and len(events) + _count(texts) > limit:
                 break
-            stored_at = float(stored_at or 0.0)
-            events += [BufferedEvent(key, i, text, stored_at) for i, text in enumerate(texts)
+            events += [BufferedEvent(key, i, text) for i, text in enumerate(texts)
                        if text]
             if len(events) >= limit:
                 break
@@ -225,15 +222,25 @@ class EventBuffer:
         self._parked.delete(key)
 
     def oldest_age(self, now: float | None = None) -> float:
-        """Seconds since the oldest buffered item was written (0 when empty).
+        """Seconds since the oldest buffered item was written (0 when empty)."""
+        stamp = self.oldest_stamp()
+        if stamp is None:
+            return 0.0
+        return max(0.0, (time.time() if now is None else now) - stamp)
+
+    def oldest_stamp(self, skip: Collection[int] = ()) -> float | None:
+        """When (``time.time()``) the oldest item whose key is not in ``skip`` was
+        buffered; None when there is none.
 
         Plain reads, no write transaction (``Cache.peek`` takes SQLite's write lock):
         this runs at every metrics scrape, beside the listener's commits."""
         for key in self._cache.iterkeys():
+            if key in skip:
+                continue
             value, stored_at = self._cache.get(key, tag=True)
             if value is not None and stored_at is not None:
-                return max(0.0, (time.time() if now is None else now) - float(stored_at))
-        return 0.0
+                return float(stored_at)
+        return None
 
     def close(self) -> None:
         self._cache.close()

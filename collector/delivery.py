@@ -159,6 +159,7 @@ class Delivery:
         self._failures = 0
         self._resume_at = 0.0  # time.monotonic() before which nothing is sent
         self._linger_until = 0.0  # time.monotonic() when a lingering partial batch is due
+        self._due: float | None = None  # the same for the oldest unclaimed item (None: unknown)
 
     @classmethod
     def from_conf(
@@ -274,19 +275,30 @@ class Delivery:
         request is in flight (the busy thread takes it, grown, when it is done) and
         until its oldest event has waited ``linger`` seconds: a backlog the
         listener is still writing then travels in full batches, since every request
-        costs both sides work of its own; a trickle waits at most ``linger``."""
+        costs both sides work of its own; a trickle waits at most ``linger``.  The
+        counts are in memory, so holding back reads the buffer at most once per
+        oldest item, not at every listener write that wakes this thread."""
         with self._lock:
+            unclaimed = self._buffer.depth() - self._claimed_events
+            if unclaimed <= 0 or (unclaimed < self._batch_size and self._held_back()):
+                return []
             items = self._buffer.peek(self._batch_size, skip=self._claimed)
-            if (items and len(items) < self._batch_size
-                    and self._claimed_events + len(items) >= self._buffer.depth()):
-                # stored_at is wall-clock time: a clock stepped back does not hold it longer
-                wait = items[0].stored_at + self._linger - time.time()
-                if self._claimed or 0 < wait <= self._linger:
-                    self._linger_until = time.monotonic() + wait
-                    return []
             self._claimed.update(event.item for event in items)
             self._claimed_events += len(items)
+            self._due = None
         return items
+
+    def _held_back(self) -> bool:
+        """(Under the lock, for a partial batch of everything left) whether to wait."""
+        if self._claimed:
+            return True
+        if self._due is None:
+            stamp = self._buffer.oldest_stamp(skip=self._claimed)
+            # a wall-clock stamp: a clock stepped back does not hold the batch longer
+            wait = -1.0 if stamp is None else stamp + self._linger - time.time()
+            self._due = time.monotonic() + wait if 0 < wait <= self._linger else 0.0
+        self._linger_until = self._due
+        return time.monotonic() < self._due
 
     def _idle_wait(self) -> float:
         """How long to wait for new events before looking again: until a lingering
@@ -299,6 +311,7 @@ class Delivery:
         with self._lock:
             self._claimed.difference_update(event.item for event in items)
             self._claimed_events -= len(items)
+            self._due = None
 
     def _session(self) -> requests.Session:
         session: requests.Session | None = getattr(self._local, "session", None)
