@@ -70,10 +70,11 @@ OPTS = [
     ),
     cfg.FloatOpt(
         "batch_linger_s", default=0.25, min=0.0, max=60.0,
-        help="How long buffered events may wait for more to fill a batch before a "
-        "partial batch is sent. A backlog then travels in full batches (the API "
-        "stores 1000 events in one request at far less cost than in five); a "
-        "single event waits at most this long. 0 sends whatever is there at once.",
+        help="While the listener drains a backlog (oslo hands over full listener "
+        "batches), how long buffered events may wait for more to fill a delivery "
+        "batch before a partial one is sent. The backlog then travels in full "
+        "batches (the API stores 1000 events in one request at far less cost than "
+        "in five). Otherwise, and with 0, whatever is there is sent at once.",
     ),
     cfg.FloatOpt(
         "idle_poll_s", default=1.0, min=0.01,
@@ -135,6 +136,7 @@ class Delivery:
         idle_poll: float = 1.0,
         concurrency: int = 2,
         linger: float = 0.0,
+        draining: threading.Event | None = None,
         jitter: Callable[[float, float], float] = random.uniform,
     ) -> None:
         self._url = url
@@ -146,6 +148,8 @@ class Delivery:
         self._max_delay = max_delay
         self._idle_poll = idle_poll
         self._linger = linger
+        # Set by the listener while it drains a backlog; None: always linger.
+        self._draining = draining
         self._concurrency = max(1, concurrency)
         self._headers = {"Content-Type": "application/json"}
         if token:
@@ -163,7 +167,8 @@ class Delivery:
 
     @classmethod
     def from_conf(
-        cls, conf: cfg.ConfigOpts, buffer: EventBuffer, metrics: CollectorMetrics
+        cls, conf: cfg.ConfigOpts, buffer: EventBuffer, metrics: CollectorMetrics,
+        draining: threading.Event | None = None,
     ) -> Delivery:
         group = conf.collector
         return cls(
@@ -178,6 +183,7 @@ class Delivery:
             idle_poll=group.idle_poll_s,
             concurrency=group.delivery_concurrency,
             linger=group.batch_linger_s,
+            draining=draining,
         )
 
     def run(self, stop: threading.Event, written: threading.Event) -> None:
@@ -272,10 +278,10 @@ class Delivery:
         """The oldest unclaimed events, their items now owned by this request.
 
         A partial batch holding everything that is left is held back while another
-        request is in flight (the busy thread takes it, grown, when it is done) and
-        until its oldest event has waited ``linger`` seconds: a backlog the
-        listener is still writing then travels in full batches, since every request
-        costs both sides work of its own; a trickle waits at most ``linger``.  The
+        request is in flight (the busy thread takes it, grown, when it is done) and,
+        while the listener drains a backlog, until its oldest event has waited
+        ``linger`` seconds: the backlog then travels in full batches, since every
+        request costs both sides work of its own.  A trickle is sent at once.  The
         counts are in memory, so holding back reads the buffer at most once per
         oldest item, not at every listener write that wakes this thread."""
         with self._lock:
@@ -292,6 +298,8 @@ class Delivery:
         """(Under the lock, for a partial batch of everything left) whether to wait."""
         if self._claimed:
             return True
+        if self._draining is not None and not self._draining.is_set():
+            return False  # no backlog behind it: nothing to wait for
         if self._due is None:
             stamp = self._buffer.oldest_stamp(skip=self._claimed)
             # a wall-clock stamp: a clock stepped back does not hold the batch longer

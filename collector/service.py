@@ -36,7 +36,8 @@ class Collector:
         bind = parse_bind(conf.collector.metrics_bind)
         self.metrics = CollectorMetrics()
         self.buffer = EventBuffer.from_conf(conf)
-        self.delivery = Delivery.from_conf(conf, self.buffer, self.metrics)
+        self.draining = threading.Event()  # the listener's batches come full
+        self.delivery = Delivery.from_conf(conf, self.buffer, self.metrics, self.draining)
         self.metrics.watch_buffer(self.buffer.depth, self.buffer.oldest_age,
                                   self.buffer.parked_depth)
         self.metrics_server = MetricsServer(self.metrics, bind) if bind else None
@@ -46,6 +47,8 @@ class Collector:
             self.cloud, self.buffer, self.metrics, self.stopping, self.written,
             max_write_attempts=conf.collector.max_write_attempts,
             requeue_max_delay_s=conf.collector.requeue_max_delay_s,
+            draining=self.draining,
+            batch_size=conf.collector.listener_batch_size,
         )
         self._own_transport = transport is None
         if transport is None:

@@ -597,3 +597,17 @@ def test_run_delivers_a_single_event_after_the_linger_not_the_idle_poll(
         written.set()
         thread.join(10)
     assert buffer.depth() == 0
+
+
+def test_a_partial_batch_lingers_only_while_the_listener_drains_a_backlog(
+    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
+) -> None:
+    requests_mock.post(URL, json=_answer())
+    draining = threading.Event()
+    delivery = _delivery(buffer, metrics, batch_size=4, linger=30.0, draining=draining)
+    draining.set()  # the listener's batches come full: more is on its way
+    buffer.append([_event(1)])
+    assert delivery.deliver_once() == 0
+    draining.clear()  # a partial listener batch: the queue ran dry
+    assert delivery.deliver_once() == 1
+    assert buffer.depth() == 0

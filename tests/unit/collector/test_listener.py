@@ -302,3 +302,17 @@ def test_event_json_reads_back_as_the_event(event: dict[str, Any]) -> None:
 def test_event_json_refuses_what_json_cannot_hold(number: float) -> None:
     with pytest.raises(ValueError):
         event_json({"event_id": "e", "payload": {"size": {"vcpus": number}}})
+
+
+def test_full_listener_batches_mark_a_backlog_being_drained(
+        buffer: EventBuffer, metrics: CollectorMetrics) -> None:
+    draining = threading.Event()
+    endpoint = NotificationEndpoint("os-unit", buffer, metrics, threading.Event(),
+                                    threading.Event(), draining=draining, batch_size=2)
+    volume = [_message("volume.create.end", dict(VOLUME, volume_id=f"v-{n}"))
+              for n in range(3)]
+    assert endpoint.info(volume[:2]) == NotificationResult.HANDLED
+    assert draining.is_set()
+    assert endpoint.info(volume[2:]) == NotificationResult.HANDLED
+    assert not draining.is_set()
+    assert buffer.depth() == 3
