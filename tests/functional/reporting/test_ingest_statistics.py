@@ -95,10 +95,13 @@ def test_the_first_stored_batch_analyses_the_fresh_lookup_tables(
         assert planner_statistics.analyze_outgrown(session) == []  # statistics stand
 
 
+# Planner statistics are PostgreSQL's: SQLite is covered by the first test.
+postgresql_only = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+
+
+@postgresql_only
 def test_a_flood_after_a_trickle_is_planned_through_the_primary_key(
-        backend: str, factory: sessionmaker[Session], clock: FakeClock):
-    if backend != "postgresql":
-        pytest.skip("planner statistics are PostgreSQL's")  # SQLite: nothing to plan
+        factory: sessionmaker[Session], clock: FakeClock):
     ingest_instances(factory, 1)
     with factory.begin() as session:  # as autovacuum does for a trickle
         session.execute(sa.text("ANALYZE"))
@@ -111,10 +114,9 @@ def test_a_flood_after_a_trickle_is_planned_through_the_primary_key(
     assert "pk_current_resources" in plan, plan  # not a walk of the (cloud, type) per key
 
 
+@postgresql_only
 def test_the_check_runs_at_most_once_a_second(
-        backend: str, factory: sessionmaker[Session], clock: FakeClock):
-    if backend != "postgresql":
-        pytest.skip("planner statistics are PostgreSQL's")
+        factory: sessionmaker[Session], clock: FakeClock):
     ingest_instances(factory, 10)  # the first check: analyses
     ingest_instances(factory, 2000, first=10)  # outgrown, but within the interval
     assert planner_statistics.after_stored(factory) == []
