@@ -83,6 +83,7 @@ class Demo:
         self.collector: Any = None
         self._http: Any = None
         self._transport: Any = None
+        self._app: Any = None
         self.syncs: list[dict[str, Any]] = []
         self.notes: dict[str, int] = {"generated": 0, "lost": 0, "duplicated": 0, "sent": 0}
 
@@ -119,6 +120,7 @@ class Demo:
         conf.set_override("clouds_file", str(self.workdir / "tally-clouds.yaml"), group="sync")
         migrations.upgrade(conf)
         app = create_app(conf)
+        self._app = app
         self._refuse_used_database(app)
         self._http = make_server("127.0.0.1", 0, app, threaded=True)
         threading.Thread(target=self._http.serve_forever, name="reporting-http",
@@ -253,17 +255,26 @@ class Demo:
             if not marker:
                 return
 
-    def compare(self) -> tuple[dict[str, list[int]], list[str]]:
+    def compare(self) -> tuple[dict[str, list[int]], list[str], list[str]]:
+        """(per type: live in Tally, live in truth, rows that differ; the differences;
+        the resources still in transition at the end, which are not compared)."""
         truth = {(r["resource_type"], r["resource_id"]): r
                  for r in self.sim.world.truth(at=self.end)}
         rows = {(r["resource_type"], r["resource_id"]): r for r in self._rows()}
         per_type: dict[str, list[int]] = {}
         problems: list[str] = []
+        unsettled: list[str] = []
         for key in sorted(set(truth) | set(rows)):
             want, have = truth.get(key), rows.get(key)
             counts = per_type.setdefault(key[0], [0, 0, 0])
             counts[0] += bool(have and have["live"])
             counts[1] += bool(want and want["live"])
+            if want is not None and want.get("in_transition"):
+                # A run defers a resource in transition (seed rule) and its .end
+                # notification comes after the run: no settled truth to compare yet.
+                unsettled.append(f"{key[0]} {key[1]}: tally={_brief(have)} "
+                                 f"truth={_brief(want)}")
+                continue
             if want is None or not want["live"]:
                 ok = have is None or not have["live"]
             else:
@@ -272,7 +283,7 @@ class Demo:
             if not ok:
                 counts[2] += 1
                 problems.append(f"{key[0]} {key[1]}: tally={_brief(have)} truth={_brief(want)}")
-        return per_type, problems
+        return per_type, problems, unsettled
 
     def summary(self) -> int:
         args = self.args
@@ -304,7 +315,7 @@ class Demo:
               + ", ".join(f"{v} {k}" for k, v in booked.items()))
         last = self.syncs[-1].get("stats") or {}
         print(f"  the last sync booked {sum(int(last.get(a, 0)) for a in booked)} corrections")
-        per_type, problems = self.compare()
+        per_type, problems, unsettled = self.compare()
         print()
         print(f"Inventory at {format_timestamp(self.end)}  (live in Tally / live in truth / "
               "rows that differ)")
@@ -313,14 +324,20 @@ class Demo:
         self._print_lifecycle()
         self._print_usage()
         print()
+        if unsettled:
+            print(f"Not compared: {len(unsettled)} resources still in transition at the end "
+                  "(a sync defers them until they settle):")
+            for line in unsettled[:20]:
+                print("  " + line)
         if problems:
             print(f"RESULT: {len(problems)} resources differ from the truth:")
             for line in problems[:20]:
                 print("  " + line)
             return 1
-        resources = sum(c[1] for c in per_type.values())
+        resources = sum(c[1] for c in per_type.values()) - len(unsettled)
         print(f"RESULT: Tally's projection equals the simulated cloud's truth "
-              f"({resources} live resources, every type, project, state and size).")
+              f"({resources} live resources, every type, project, state and size"
+              + (f"; {len(unsettled)} in transition not compared" if unsettled else "") + ").")
         return 0
 
     def _print_lifecycle(self) -> None:
@@ -365,6 +382,12 @@ class Demo:
                     LOG.exception("while stopping")
         if self._transport is not None:
             self._transport.cleanup()
+        if self._app is not None:
+            # Closing the pool lets SQLite fold its write-ahead log into the database
+            # file, so the file alone holds the run (it is the demo's product).
+            from reporting.db.session import ENGINE_KEY
+
+            self._app.extensions[ENGINE_KEY].dispose()
 
 
 def _brief(row: dict[str, Any] | None) -> str:
