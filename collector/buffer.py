@@ -228,15 +228,13 @@ class EventBuffer:
             return 0.0
         return max(0.0, (time.time() if now is None else now) - stamp)
 
-    def oldest_stamp(self, skip: Collection[int] = ()) -> float | None:
-        """When (``time.time()``) the oldest item whose key is not in ``skip`` was
-        buffered; None when there is none.
+    def oldest_stamp(self) -> float | None:
+        """When (``time.time()``) the oldest buffered item was written; None when
+        the buffer is empty.
 
         Plain reads, no write transaction (``Cache.peek`` takes SQLite's write lock):
         this runs at every metrics scrape, beside the listener's commits."""
         for key in self._cache.iterkeys():
-            if key in skip:
-                continue
             value, stored_at = self._cache.get(key, tag=True)
             if value is not None and stored_at is not None:
                 return float(stored_at)

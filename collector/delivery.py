@@ -162,8 +162,9 @@ class Delivery:
         self._claimed_events = 0  # events of those items sent
         self._failures = 0
         self._resume_at = 0.0  # time.monotonic() before which nothing is sent
-        self._linger_until = 0.0  # time.monotonic() when a lingering partial batch is due
-        self._due: float | None = None  # the same for the oldest unclaimed item (None: unknown)
+        # time.monotonic() when a lingering partial batch (of the oldest unclaimed
+        # item) is due; None: not known since the last claim or release
+        self._due: float | None = None
 
     @classmethod
     def from_conf(
@@ -301,18 +302,17 @@ class Delivery:
         if self._draining is not None and not self._draining.is_set():
             return False  # no backlog behind it: nothing to wait for
         if self._due is None:
-            stamp = self._buffer.oldest_stamp(skip=self._claimed)
+            stamp = self._buffer.oldest_stamp()  # nothing is claimed: the oldest item
             # a wall-clock stamp: a clock stepped back does not hold the batch longer
             wait = -1.0 if stamp is None else stamp + self._linger - time.time()
             self._due = time.monotonic() + wait if 0 < wait <= self._linger else 0.0
-        self._linger_until = self._due
         return time.monotonic() < self._due
 
     def _idle_wait(self) -> float:
         """How long to wait for new events before looking again: until a lingering
         partial batch is due, at most ``idle_poll``."""
         with self._lock:
-            until_due = self._linger_until - time.monotonic()
+            until_due = 0.0 if self._due is None else self._due - time.monotonic()
         return min(self._idle_poll, until_due) if until_due > 0 else self._idle_poll
 
     def _release(self, items: list[BufferedEvent]) -> None:
