@@ -12,7 +12,6 @@ until there is room (back-pressure into RabbitMQ).
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
@@ -20,7 +19,6 @@ from collections import Counter, OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
 import oslo_messaging
 from oslo_config import cfg
 from oslo_messaging.notify.dispatcher import NotificationResult
@@ -28,6 +26,7 @@ from oslo_messaging.notify.dispatcher import NotificationResult
 from collector.buffer import EventBuffer
 from collector.errors import ConfigurationError
 from collector.metrics import CollectorMetrics
+from mapping.jsontext import dumps_finite
 from mapping.openstack import map_notification
 
 LOG = logging.getLogger(__name__)
@@ -185,7 +184,7 @@ class NotificationEndpoint:
             if event is None:
                 self._metrics.skipped.labels(oslo_type).inc()
                 return None
-            value = event_json(event)
+            value = dumps_finite(event)
         except Exception as exc:
             # Deterministic: the same notification fails the same way every time.
             LOG.error("Notification %s of type %s cannot be mapped (%s); parking it",
@@ -260,21 +259,6 @@ class NotificationEndpoint:
         delay = min(self._requeue_max_delay_s, _REQUEUE_BASE_DELAY_S * 2**exponent)
         self._stop.wait(delay / 2 + random.uniform(0, delay / 2))  # noqa: S311 - jitter
         return NotificationResult.REQUEUE
-
-
-def event_json(event: Mapping[str, Any]) -> str:
-    """The event as compact JSON.  orjson is several times faster than the standard
-    library here, but writes NaN and infinity as null: output holding null, and
-    what orjson cannot write (an integer beyond 64 bits), is written by the
-    standard library, which refuses a non-finite number (the notification is then
-    parked as unmappable, as before)."""
-    try:
-        encoded = orjson.dumps(event)
-    except orjson.JSONEncodeError:
-        encoded = b"null"
-    if b"null" in encoded:
-        return json.dumps(event, allow_nan=False, separators=(",", ":"))
-    return encoded.decode()
 
 
 _SECRET_MARKERS = ("token", "secret", "password", "service_catalog")

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import jsonschema
 import jsonschema_rs
-import orjson
 import sqlalchemy as sa
 from jsonschema.protocols import Validator
 from sqlalchemy.orm import Session
 
 from mapping.event import EVENT_SCHEMA, TimestampError, parse_timestamp, verb
+from mapping.jsontext import dumps_finite
 from reporting.db.models import ResourceType, SizeName
 
 # Reasons quote offending values; a 10 MiB string must not become a 10 MiB reason.
@@ -127,32 +126,14 @@ def unstorable(value: Any) -> bool:
 
     None of them survives PostgreSQL (text refuses NUL, UTF-8 refuses surrogates,
     JSON has no NaN), so such an item is refused here instead of failing the whole
-    batch at write time.  A JSON encoder does the walk at C speed: it escapes NUL as
-    \\u0000; orjson refuses a lone surrogate.  orjson writes NaN and infinity as
-    null, so an output holding null, and anything orjson cannot write (an integer
-    beyond 64 bits, a key that is not a string), is decided by the standard library.
+    batch at write time.  Encoding to JSON does the walk at C speed: a NUL comes out
+    as \\u0000, a lone surrogate fails the UTF-8 encoding, a non-finite number is
+    refused.
     """
     try:
-        encoded = orjson.dumps(value, option=_STRICT)
-    except orjson.JSONEncodeError:
-        return _unstorable_by_stdlib(value)
-    if b"null" in encoded:
-        return _unstorable_by_stdlib(value)
-    return b"\\u0000" in encoded and _ESCAPED_NUL.search(encoded.decode()) is not None
-
-
-# Types orjson writes but the standard library refuses go to the standard library.
-_STRICT = (orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-           | orjson.OPT_PASSTHROUGH_SUBCLASS)
-
-
-def _unstorable_by_stdlib(value: Any) -> bool:
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text = dumps_finite(value, ensure_ascii=False)
         text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    except (TypeError, ValueError, RecursionError):  # not JSON data: refuse it too
+    except (TypeError, ValueError, RecursionError):  # UnicodeEncodeError included
         return True
     return "\\u0000" in text and _ESCAPED_NUL.search(text) is not None
 

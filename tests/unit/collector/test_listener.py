@@ -20,7 +20,7 @@ from oslo_messaging.notify.dispatcher import NotificationResult
 
 from collector.buffer import EventBuffer
 from collector.errors import ConfigurationError
-from collector.listener import NotificationEndpoint, build_listener, event_json, resolve_cloud
+from collector.listener import NotificationEndpoint, build_listener, resolve_cloud
 from collector.metrics import CollectorMetrics
 from tests.unit.collector.conftest import sample_value
 
@@ -284,24 +284,6 @@ def test_fake_transport_requeues_a_failed_write(conf: cfg.ConfigOpts, fake_trans
         listener.wait()
     assert failures["left"] == 0
     assert _buffered(flaky)[0]["resource_id"] == "v-1"
-
-
-@pytest.mark.parametrize("event", [
-    {"event_id": "e", "payload": {"size": {"vcpus": 2, "ram_gb": 0.5}}, "n": None},
-    {"event_id": "é✓", "payload": {"big": 2**70, "neg": -(2**63) - 1}},
-    {"event_id": "\ud800 lone surrogate", "project_id": ""},
-    {"event_id": "x\x00y", "text": "null"},
-])
-def test_event_json_reads_back_as_the_event(event: dict[str, Any]) -> None:
-    text = event_json(event)
-    assert "\n" not in text  # one event per line in the buffer
-    assert json.dumps(json.loads(text), sort_keys=True) == json.dumps(event, sort_keys=True)
-
-
-@pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf])
-def test_event_json_refuses_what_json_cannot_hold(number: float) -> None:
-    with pytest.raises(ValueError):
-        event_json({"event_id": "e", "payload": {"size": {"vcpus": number}}})
 
 
 def test_full_listener_batches_mark_a_backlog_being_drained(
