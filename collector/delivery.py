@@ -16,6 +16,7 @@ dropped.
 from __future__ import annotations
 
 import logging
+import math
 import random
 import threading
 import time
@@ -27,6 +28,7 @@ import orjson
 import requests
 from oslo_config import cfg
 
+from collector.backlog import BacklogSignal
 from collector.buffer import BufferedEvent, EventBuffer
 from collector.errors import ConfigurationError
 from collector.metrics import CollectorMetrics
@@ -136,7 +138,7 @@ class Delivery:
         idle_poll: float = 1.0,
         concurrency: int = 2,
         linger: float = 0.0,
-        draining: threading.Event | None = None,
+        backlog: BacklogSignal | None = None,
         jitter: Callable[[float, float], float] = random.uniform,
     ) -> None:
         self._url = url
@@ -148,8 +150,8 @@ class Delivery:
         self._max_delay = max_delay
         self._idle_poll = idle_poll
         self._linger = linger
-        # Set by the listener while it drains a backlog; None: always linger.
-        self._draining = draining
+        # Whether the listener drains a backlog; None: taken as always draining.
+        self._backlog = backlog
         self._concurrency = max(1, concurrency)
         self._headers = {"Content-Type": "application/json"}
         if token:
@@ -164,12 +166,12 @@ class Delivery:
         self._resume_at = 0.0  # time.monotonic() before which nothing is sent
         # time.monotonic() when a lingering partial batch (of the oldest unclaimed
         # item) is due; None: not known since the last claim or release
-        self._due: float | None = None
+        self._linger_due: float | None = None
 
     @classmethod
     def from_conf(
         cls, conf: cfg.ConfigOpts, buffer: EventBuffer, metrics: CollectorMetrics,
-        draining: threading.Event | None = None,
+        backlog: BacklogSignal | None = None,
     ) -> Delivery:
         group = conf.collector
         return cls(
@@ -184,7 +186,7 @@ class Delivery:
             idle_poll=group.idle_poll_s,
             concurrency=group.delivery_concurrency,
             linger=group.batch_linger_s,
-            draining=draining,
+            backlog=backlog,
         )
 
     def run(self, stop: threading.Event, written: threading.Event) -> None:
@@ -278,11 +280,12 @@ class Delivery:
     def _claim(self) -> list[BufferedEvent]:
         """The oldest unclaimed events, their items now owned by this request.
 
-        A partial batch holding everything that is left is held back while another
-        request is in flight (the busy thread takes it, grown, when it is done) and,
-        while the listener drains a backlog, until its oldest event has waited
+        While the listener drains a backlog, a partial batch holding everything that
+        is left is held back while another request is in flight (the busy thread
+        takes it, grown, when it is done) and until its oldest event has waited
         ``linger`` seconds: the backlog then travels in full batches, since every
-        request costs both sides work of its own.  A trickle is sent at once.  The
+        request costs both sides work of its own.  A trickle, and the rest once the
+        backlog is drained, are sent at once.  The
         counts are in memory, so holding back reads the buffer at most once per
         oldest item, not at every listener write that wakes this thread."""
         with self._lock:
@@ -292,34 +295,41 @@ class Delivery:
             items = self._buffer.peek(self._batch_size, skip=self._claimed)
             self._claimed.update(event.item for event in items)
             self._claimed_events += len(items)
-            self._due = None
+            self._linger_due = None
         return items
 
     def _held_back(self) -> bool:
         """(Under the lock, for a partial batch of everything left) whether to wait."""
+        now = time.monotonic()
+        if now >= self._more_expected_until():
+            return False  # no backlog behind it (any more): nothing to wait for
         if self._claimed:
-            return True
-        if self._draining is not None and not self._draining.is_set():
-            return False  # no backlog behind it: nothing to wait for
-        if self._due is None:
+            return True  # the busy thread takes it, grown, when it is done
+        if self._linger_due is None:
             stamp = self._buffer.oldest_stamp()  # nothing is claimed: the oldest item
             # a wall-clock stamp: a clock stepped back does not hold the batch longer
             wait = -1.0 if stamp is None else stamp + self._linger - time.time()
-            self._due = time.monotonic() + wait if 0 < wait <= self._linger else 0.0
-        return time.monotonic() < self._due
+            self._linger_due = now + wait if 0 < wait <= self._linger else 0.0
+        return now < self._linger_due
+
+    def _more_expected_until(self) -> float:
+        """time.monotonic() until which the listener is expected to add more."""
+        return math.inf if self._backlog is None else self._backlog.expected_until()
 
     def _idle_wait(self) -> float:
         """How long to wait for new events before looking again: until a lingering
-        partial batch is due, at most ``idle_poll``."""
+        partial batch is due or the backlog is taken as drained, at most ``idle_poll``."""
         with self._lock:
-            until_due = 0.0 if self._due is None else self._due - time.monotonic()
+            due = min(math.inf if self._linger_due is None else self._linger_due,
+                      self._more_expected_until())
+        until_due = due - time.monotonic()
         return min(self._idle_poll, until_due) if until_due > 0 else self._idle_poll
 
     def _release(self, items: list[BufferedEvent]) -> None:
         with self._lock:
             self._claimed.difference_update(event.item for event in items)
             self._claimed_events -= len(items)
-            self._due = None
+            self._linger_due = None
 
     def _session(self) -> requests.Session:
         session: requests.Session | None = getattr(self._local, "session", None)

@@ -23,6 +23,7 @@ import oslo_messaging
 from oslo_config import cfg
 from oslo_messaging.notify.dispatcher import NotificationResult
 
+from collector.backlog import BacklogSignal
 from collector.buffer import EventBuffer
 from collector.errors import ConfigurationError
 from collector.metrics import CollectorMetrics
@@ -105,13 +106,12 @@ class NotificationEndpoint:
         written: threading.Event,
         max_write_attempts: int = 5,
         requeue_max_delay_s: float = 30.0,
-        draining: threading.Event | None = None,
+        backlog: BacklogSignal | None = None,
         batch_size: int = 200,
     ) -> None:
         self._cloud = cloud
-        # Set while oslo hands over full batches (a backlog waits in RabbitMQ),
-        # cleared by a partial one (the queue ran dry within the batch timeout).
-        self._draining = draining
+        # Told whether each batch came full (a backlog waits in RabbitMQ).
+        self._backlog = backlog
         self._batch_size = batch_size
         self._buffer = buffer
         self._metrics = metrics
@@ -126,11 +126,8 @@ class NotificationEndpoint:
 
     # oslo calls the method named after the priority; only INFO is consumed.
     def info(self, messages: list[dict[str, Any]]) -> NotificationResult:
-        if self._draining is not None:
-            if len(messages) >= self._batch_size:
-                self._draining.set()
-            else:
-                self._draining.clear()
+        if self._backlog is not None:
+            self._backlog.batch_handled(len(messages) >= self._batch_size)
         if not self._wait_for_room():
             return NotificationResult.REQUEUE
         items: list[tuple[str, str, str]] = []  # (attempt key, oslo type, event JSON)

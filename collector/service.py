@@ -10,6 +10,7 @@ from collections.abc import Mapping
 import oslo_messaging
 from oslo_config import cfg
 
+from collector.backlog import BacklogSignal
 from collector.buffer import EventBuffer
 from collector.delivery import Delivery
 from collector.errors import ConfigurationError
@@ -36,8 +37,8 @@ class Collector:
         bind = parse_bind(conf.collector.metrics_bind)
         self.metrics = CollectorMetrics()
         self.buffer = EventBuffer.from_conf(conf)
-        self.draining = threading.Event()  # the listener's batches come full
-        self.delivery = Delivery.from_conf(conf, self.buffer, self.metrics, self.draining)
+        self.backlog = BacklogSignal()  # whether the listener drains a backlog
+        self.delivery = Delivery.from_conf(conf, self.buffer, self.metrics, self.backlog)
         self.metrics.watch_buffer(self.buffer.depth, self.buffer.oldest_age,
                                   self.buffer.parked_depth)
         self.metrics_server = MetricsServer(self.metrics, bind) if bind else None
@@ -47,7 +48,7 @@ class Collector:
             self.cloud, self.buffer, self.metrics, self.stopping, self.written,
             max_write_attempts=conf.collector.max_write_attempts,
             requeue_max_delay_s=conf.collector.requeue_max_delay_s,
-            draining=self.draining,
+            backlog=self.backlog,
             batch_size=conf.collector.listener_batch_size,
         )
         self._own_transport = transport is None

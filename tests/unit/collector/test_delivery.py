@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,6 +13,7 @@ import pytest
 import requests
 import requests_mock as rm
 
+from collector.backlog import BacklogSignal
 from collector.buffer import EventBuffer
 from collector.delivery import Delivery, DeliveryRefused, events_url, read_token
 from collector.errors import ConfigurationError
@@ -599,15 +601,66 @@ def test_run_delivers_a_single_event_after_the_linger_not_the_idle_poll(
     assert buffer.depth() == 0
 
 
+class _Backlog(BacklogSignal):
+    """A backlog signal whose expectation the test sets directly."""
+
+    def __init__(self, until: float) -> None:
+        super().__init__()
+        self.until = until
+
+    def expected_until(self) -> float:
+        return self.until
+
+
 def test_a_partial_batch_lingers_only_while_the_listener_drains_a_backlog(
     buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
 ) -> None:
     requests_mock.post(URL, json=_answer())
-    draining = threading.Event()
-    delivery = _delivery(buffer, metrics, batch_size=4, linger=30.0, draining=draining)
-    draining.set()  # the listener's batches come full: more is on its way
+    backlog = _Backlog(math.inf)  # the listener's batches come full: more is on its way
+    delivery = _delivery(buffer, metrics, batch_size=4, linger=30.0, backlog=backlog)
     buffer.append([_event(1)])
     assert delivery.deliver_once() == 0
-    draining.clear()  # a partial listener batch: the queue ran dry
+    backlog.until = -math.inf  # a partial listener batch: the queue ran dry
     assert delivery.deliver_once() == 1
+    assert buffer.depth() == 0
+
+
+def test_a_partial_batch_goes_when_the_backlog_is_overdue_not_after_the_linger(
+    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
+) -> None:
+    """A backlog that ended on a full listener batch: the rest waits only until the
+    next full batch is overdue, and the run loop wakes then."""
+    requests_mock.post(URL, json=_answer())
+    backlog = _Backlog(time.monotonic() + 0.05)
+    delivery = _delivery(buffer, metrics, batch_size=4, linger=30.0, idle_poll=30.0,
+                         backlog=backlog)
+    buffer.append([_event(1)])
+    assert delivery.deliver_once() == 0
+    assert 0 < delivery._idle_wait() <= 0.05  # not the linger's 30 s, not idle_poll
+    threading.Event().wait(0.06)
+    assert delivery.deliver_once() == 1
+    assert buffer.depth() == 0
+
+
+def test_once_the_backlog_is_drained_the_rest_goes_beside_a_request_in_flight(
+    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
+) -> None:
+    buffer.append([_event(n) for n in range(4)])
+    buffer.append([_event(n) for n in range(4, 6)])
+    delivery = _delivery(buffer, metrics, batch_size=4, linger=30.0,
+                         backlog=_Backlog(-math.inf))
+    answer = _answer()
+    sent: list[list[str]] = []
+    nested: list[int] = []
+
+    def callback(request: Any, context: Any) -> Any:
+        sent.append(_ids(request))
+        if len(sent) == 1:
+            nested.append(delivery.deliver_once())
+        return answer(request, context)
+
+    requests_mock.post(URL, json=callback)
+    assert delivery.deliver_once() == 4
+    assert nested == [2]
+    assert sent == [["e-0", "e-1", "e-2", "e-3"], ["e-4", "e-5"]]
     assert buffer.depth() == 0

@@ -18,6 +18,7 @@ from oslo_config import cfg
 from oslo_context import context as oslo_context
 from oslo_messaging.notify.dispatcher import NotificationResult
 
+from collector.backlog import BacklogSignal
 from collector.buffer import EventBuffer
 from collector.errors import ConfigurationError
 from collector.listener import NotificationEndpoint, build_listener, resolve_cloud
@@ -288,13 +289,13 @@ def test_fake_transport_requeues_a_failed_write(conf: cfg.ConfigOpts, fake_trans
 
 def test_full_listener_batches_mark_a_backlog_being_drained(
         buffer: EventBuffer, metrics: CollectorMetrics) -> None:
-    draining = threading.Event()
+    backlog = BacklogSignal()
     endpoint = NotificationEndpoint("os-unit", buffer, metrics, threading.Event(),
-                                    threading.Event(), draining=draining, batch_size=2)
+                                    threading.Event(), backlog=backlog, batch_size=2)
     volume = [_message("volume.create.end", dict(VOLUME, volume_id=f"v-{n}"))
               for n in range(3)]
     assert endpoint.info(volume[:2]) == NotificationResult.HANDLED
-    assert draining.is_set()
+    assert backlog.draining()
     assert endpoint.info(volume[2:]) == NotificationResult.HANDLED
-    assert not draining.is_set()
+    assert not backlog.draining()
     assert buffer.depth() == 3
