@@ -15,6 +15,10 @@ In one run, against the same RabbitMQ:
    1000 straight to the API, as many requests in flight as the collector's
    ``delivery_concurrency`` (``--concurrency``), which bounds any delivered rate.
 
+Each measured phase starts once the machine is quiet (under 10% CPU for 0.3 s):
+what the previous phase left running (PostgreSQL's autovacuum or checkpoint,
+RabbitMQ writing the backlog) does not land in the next one's figure.
+
 It prints the rates and their ratios to the no-op listener (target: >= 0.8).
 Usage, from the checkout:
 
@@ -96,6 +100,34 @@ class NoopEndpoint:
                 self.done.set()
 
 
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all cores since boot; None where /proc/stat is absent."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:9]]
+    except OSError:
+        return None
+    idle = fields[3] + fields[4]  # idle, iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def settle(max_wait: float = 30.0, busy_below: float = 0.1) -> None:
+    """Wait until the machine is quiet before a measured phase: RabbitMQ writing the
+    backlog just published, PostgreSQL's autovacuum or checkpoint after the previous
+    phase.  Every phase then starts from the same state, whatever ran before it."""
+    deadline = time.monotonic() + max_wait
+    while time.monotonic() < deadline:
+        before = _cpu_times()
+        time.sleep(0.3)
+        after = _cpu_times()
+        if before is None or after is None:
+            return
+        busy, total = after[0] - before[0], after[1] - before[1]
+        if total > 0 and busy / total < busy_below:
+            return
+    print(f"  (the machine stayed busy for {max_wait:.0f}s; measuring anyway)")
+
+
 def _targets(topic: str) -> list[oslo_messaging.Target]:
     return [oslo_messaging.Target(topic=topic, exchange=e) for e in EXCHANGES]
 
@@ -142,6 +174,7 @@ def run_baseline(rabbit_url: str, count: int, batch: int) -> float:
         _backlog(rabbit_url, topic, pool, count)
         endpoint = NoopEndpoint(count)
         transport, listener = _listener(rabbit_url, topic, pool, batch, endpoint)
+        settle()
         start = time.monotonic()
         listener.start()
         if not endpoint.done.wait(600):
@@ -169,6 +202,7 @@ def run_buffer_only(rabbit_url: str, workdir: Path, count: int, batch: int) -> f
     try:
         _declare_queue(rabbit_url, topic, pool, batch)
         _backlog(rabbit_url, topic, pool, count)
+        settle()
         collector.start()
         wait_until(lambda: queue_depth(rabbit_url, pool)[1] >= 1, 60, "the collector to consume",
                    step=0.02)
@@ -208,6 +242,7 @@ def run_api_ceiling(reporting: ReportingServer, count: int, concurrency: int) ->
         local.session.post(f"{reporting.url}/v1/events", data=body,
                            timeout=300).raise_for_status()
 
+    settle()
     with ThreadPoolExecutor(concurrency) as pool:
         begin = time.monotonic()
         list(pool.map(post, bodies))
@@ -230,6 +265,7 @@ def run_collector(rabbit_url: str, reporting: ReportingServer, workdir: Path, co
     try:
         _declare_queue(rabbit_url, topic, pool, batch)
         _backlog(rabbit_url, topic, pool, count)
+        settle()
         collector.start()
         wait_until(lambda: queue_depth(rabbit_url, pool)[1] >= 1, 60, "the collector to consume",
                    step=0.02)
