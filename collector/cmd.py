@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 import threading
@@ -36,6 +37,12 @@ def main(argv: list[str] | None = None) -> int:
 
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
+        # What start-up built (oslo, kombu, the configuration, the mapping table) lives
+        # as long as the process: frozen, it is no longer traversed by every full
+        # collection, each of which otherwise holds the GIL for ~45 ms while the
+        # listener waits (several per 20,000 notifications; ~2 ms once frozen).
+        gc.collect()
+        gc.freeze()
         collector.start()
     except (cfg.Error, ConfigurationError, oslo_messaging.InvalidTransportURL) as exc:
         print(f"tally-collector: configuration error: {_one_line(exc)}", file=sys.stderr)

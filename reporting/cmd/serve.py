@@ -8,6 +8,7 @@ anything imports prometheus_client, and removed at exit.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import shutil
@@ -99,6 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         LOG.info("serving the Reporting API on %s with %s workers", conf.api.bind, conf.api.workers)
         LOG.info("prometheus multiprocess directory %s", metrics_dir)
+        # The workers fork from this process: what start-up built is frozen out of
+        # their full garbage collections (each one would traverse it all, holding
+        # the GIL, and dirty the pages the workers share with this process).
+        gc.collect()
+        gc.freeze()
         _gunicorn_app(conf, flask_app).run()
         return 0
     finally:

@@ -1,12 +1,15 @@
-"""tally-collector refuses a bad configuration with one clear line and a non-zero exit."""
+"""tally-collector: a bad configuration is refused with one clear line and a non-zero
+exit; a good one starts with its start-up heap frozen and stops on SIGTERM."""
 
 from __future__ import annotations
 
+import gc
+import signal
 from pathlib import Path
 
 import pytest
 
-from collector import cmd
+from collector import cmd, service
 
 
 def _config(tmp_path: Path, **collector: str) -> str:
@@ -86,3 +89,32 @@ def test_malformed_transport_url(tmp_path: Path, capsys: pytest.CaptureFixture[s
     Path(path).write_text(text)
     code, line = _run(capsys, ["--config-file", path])
     assert code != 0 and "transport" in line.lower()
+
+
+def test_start_up_objects_are_frozen_before_consuming(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Full garbage collections while consuming do not traverse what start-up built."""
+    seen: dict[str, object] = {}
+
+    class RecordingCollector:
+        def __init__(self, conf: object) -> None:
+            pass
+
+        def start(self) -> None:
+            seen["frozen"] = gc.get_freeze_count()
+            signal.raise_signal(signal.SIGTERM)  # as an operator stopping it
+
+        def stop(self) -> None:
+            seen["stopped"] = True
+
+    monkeypatch.setattr(service, "Collector", RecordingCollector)
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    gc.unfreeze()
+    try:
+        assert cmd.main(["--config-file", _config(tmp_path)]) == 0
+    finally:
+        gc.unfreeze()  # the test process keeps collecting normally
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    assert seen["stopped"] is True
+    assert isinstance(seen["frozen"], int) and seen["frozen"] > 1000

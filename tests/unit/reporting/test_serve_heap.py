@@ -1,0 +1,32 @@
+"""tally-reporting freezes what start-up built before gunicorn forks its workers."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import pytest
+
+from reporting.cmd import serve
+from tests.unit.reporting.fixtures import write_config
+
+
+def test_the_start_up_heap_is_frozen_before_the_workers_fork(
+        tmp_path: Path, tokens_file: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, int] = {}
+
+    class RecordingServer:
+        def run(self) -> None:
+            seen["frozen"] = gc.get_freeze_count()
+
+    monkeypatch.setattr(serve, "_gunicorn_app", lambda conf, app: RecordingServer())
+    # main points prometheus_client at a directory of its own; undone after the test
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    config = write_config(tmp_path / "reporting.conf", f"sqlite:///{tmp_path / 'tally.db'}",
+                          tokens_file)
+    gc.unfreeze()
+    try:
+        assert serve.main(["--config-file", str(config)]) == 0
+    finally:
+        gc.unfreeze()  # the test process keeps collecting normally
+    assert seen["frozen"] > 1000
