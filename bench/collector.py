@@ -31,6 +31,7 @@ Needs the RabbitMQ and PostgreSQL named by TALLY_TEST_RABBIT_URL / TALLY_TEST_PG
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -174,6 +175,11 @@ def run_baseline(rabbit_url: str, count: int, batch: int) -> float:
         _backlog(rabbit_url, topic, pool, count)
         endpoint = NoopEndpoint(count)
         transport, listener = _listener(rabbit_url, topic, pool, batch, endpoint)
+        # The bench's own heap (SQLAlchemy, requests, this module) would make every
+        # full collection of the listener's thread slower than in a listener process
+        # of its own; frozen, as tally-collector freezes its start-up heap.
+        gc.collect()
+        gc.freeze()
         settle()
         start = time.monotonic()
         listener.start()
