@@ -53,6 +53,17 @@ def _delivery(buffer: EventBuffer, metrics: CollectorMetrics, **kwargs: Any) -> 
     return Delivery(URL, "secret-token", buffer, metrics, jitter=lambda a, b: b, **kwargs)
 
 
+class _Backlog(BacklogSignal):
+    """A backlog signal whose expectation the test sets directly."""
+
+    def __init__(self, until: float) -> None:
+        super().__init__()
+        self.until = until
+
+    def expected_until(self) -> float:
+        return self.until
+
+
 def test_200_removes_stored_duplicate_and_rejected(
     buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
 ) -> None:
@@ -299,14 +310,17 @@ def test_a_request_in_flight_owns_its_items(
     assert sample_value(metrics, "tally_collector_delivered_total", {"outcome": "stored"}) == 12
 
 
-def test_a_partial_batch_waits_for_the_request_in_flight(
-    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
+@pytest.mark.parametrize("drained", [False, True], ids=["backlog-draining", "backlog-drained"])
+def test_the_rest_of_a_backlog_and_a_request_in_flight(
+    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker, drained: bool
 ) -> None:
-    """Extra requests are for a backlog: the last few events are not sent beside a
-    request in flight, the busy thread takes them next."""
+    """Extra requests are for a backlog: while it drains, the last few events are not
+    sent beside a request in flight (the busy thread takes them next, grown); once it
+    is drained, they go at once."""
     buffer.append([_event(n) for n in range(4)])
     buffer.append([_event(n) for n in range(4, 6)])
-    delivery = _delivery(buffer, metrics, batch_size=4)
+    delivery = _delivery(buffer, metrics, batch_size=4,
+                         backlog=_Backlog(-math.inf) if drained else None)
     answer = _answer()
     sent: list[list[str]] = []
     nested: list[int] = []
@@ -319,9 +333,13 @@ def test_a_partial_batch_waits_for_the_request_in_flight(
 
     requests_mock.post(URL, json=callback)
     assert delivery.deliver_once() == 4
-    assert nested == [0]
-    assert sent == [["e-0", "e-1", "e-2", "e-3"]]
-    assert delivery.deliver_once() == 2  # alone now: a partial batch goes out
+    if drained:
+        assert nested == [2]
+        assert sent == [["e-0", "e-1", "e-2", "e-3"], ["e-4", "e-5"]]
+    else:
+        assert nested == [0]
+        assert sent == [["e-0", "e-1", "e-2", "e-3"]]
+        assert delivery.deliver_once() == 2  # alone now: a partial batch goes out
     assert buffer.depth() == 0
 
 
@@ -601,17 +619,6 @@ def test_run_delivers_a_single_event_after_the_linger_not_the_idle_poll(
     assert buffer.depth() == 0
 
 
-class _Backlog(BacklogSignal):
-    """A backlog signal whose expectation the test sets directly."""
-
-    def __init__(self, until: float) -> None:
-        super().__init__()
-        self.until = until
-
-    def expected_until(self) -> float:
-        return self.until
-
-
 def test_a_partial_batch_lingers_only_while_the_listener_drains_a_backlog(
     buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
 ) -> None:
@@ -639,28 +646,4 @@ def test_a_partial_batch_goes_when_the_backlog_is_overdue_not_after_the_linger(
     assert 0 < delivery._idle_wait() <= 0.05  # not the linger's 30 s, not idle_poll
     threading.Event().wait(0.06)
     assert delivery.deliver_once() == 1
-    assert buffer.depth() == 0
-
-
-def test_once_the_backlog_is_drained_the_rest_goes_beside_a_request_in_flight(
-    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker
-) -> None:
-    buffer.append([_event(n) for n in range(4)])
-    buffer.append([_event(n) for n in range(4, 6)])
-    delivery = _delivery(buffer, metrics, batch_size=4, linger=30.0,
-                         backlog=_Backlog(-math.inf))
-    answer = _answer()
-    sent: list[list[str]] = []
-    nested: list[int] = []
-
-    def callback(request: Any, context: Any) -> Any:
-        sent.append(_ids(request))
-        if len(sent) == 1:
-            nested.append(delivery.deliver_once())
-        return answer(request, context)
-
-    requests_mock.post(URL, json=callback)
-    assert delivery.deliver_once() == 4
-    assert nested == [2]
-    assert sent == [["e-0", "e-1", "e-2", "e-3"], ["e-4", "e-5"]]
     assert buffer.depth() == 0
