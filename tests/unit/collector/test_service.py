@@ -1,9 +1,10 @@
-"""The assembled collector: prefetch default, metrics endpoint, start and stop."""
+"""The assembled collector: prefetch and executor defaults, metrics endpoint, start and stop."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import oslo_messaging
@@ -11,6 +12,7 @@ import pytest
 import requests
 from oslo_config import cfg
 
+from collector import opts
 from collector.service import Collector
 
 
@@ -59,3 +61,28 @@ def test_start_serves_metrics_and_stop_is_clean(conf: cfg.ConfigOpts) -> None:
         collector.stop()
         transport.cleanup()
     assert collector.stopping.is_set()
+
+
+def test_a_few_executor_threads_by_default(conf: cfg.ConfigOpts, rabbit_transport: Any) -> None:
+    collector = Collector(conf, transport=rabbit_transport, environ={})
+    try:
+        assert conf.executor_thread_pool_size == 4
+    finally:
+        collector.buffer.close()
+
+
+def test_an_operator_executor_pool_is_kept(tmp_path: Path) -> None:
+    config = tmp_path / "collector.conf"
+    config.write_text("[DEFAULT]\nexecutor_thread_pool_size = 7\n"
+                      f"[collector]\ncloud = os-unit\nbuffer_dir = {tmp_path / 'buffer'}\n"
+                      "reporting_url = http://reporting.test:8779\nmetrics_bind =\n")
+    conf = cfg.ConfigOpts()
+    opts.register_opts(conf)
+    conf(["--config-file", str(config)], project="tally-unit-test", default_config_files=[])
+    transport = oslo_messaging.get_notification_transport(conf, url="fake:")
+    collector = Collector(conf, transport=transport, environ={})
+    try:
+        assert conf.executor_thread_pool_size == 7
+    finally:
+        collector.buffer.close()
+        transport.cleanup()
