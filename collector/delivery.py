@@ -285,9 +285,9 @@ class Delivery:
         takes it, grown, when it is done) and until its oldest event has waited
         ``linger`` seconds: the backlog then travels in full batches, since every
         request costs both sides work of its own.  A trickle, and the rest once the
-        backlog is drained, are sent at once.  The
-        counts are in memory, so holding back reads the buffer at most once per
-        oldest item, not at every listener write that wakes this thread."""
+        backlog is drained, are sent at once.  The counts are in memory, so holding
+        back reads the buffer at most once per oldest item, not at every listener
+        write that wakes this thread."""
         with self._lock:
             unclaimed = self._buffer.depth() - self._claimed_events
             if unclaimed <= 0 or (unclaimed < self._batch_size and self._held_back()):

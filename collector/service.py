@@ -9,7 +9,6 @@ from collections.abc import Mapping
 
 import oslo_messaging
 from oslo_config import cfg
-from oslo_messaging import opts as messaging_opts
 
 from collector.backlog import BacklogSignal
 from collector.buffer import EventBuffer
@@ -24,6 +23,19 @@ _RABBIT_GROUP = "oslo_messaging_rabbit"
 # Threads handing listener batches to the endpoint, unless the operator sets oslo's
 # executor_thread_pool_size (default 64, sized for RPC servers whose calls block).
 _EXECUTOR_THREADS = 4
+
+
+def _default_unless_set(
+    conf: cfg.ConfigOpts, name: str, value: int, group: str | None = None
+) -> None:
+    """Give an oslo.messaging option the collector's default unless the operator
+    set it; nothing when the option does not exist (another driver)."""
+    try:
+        location = conf.get_location(name, group)
+    except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
+        return
+    if location is None or location.location == cfg.Locations.opt_default:
+        conf.set_default(name, value, group=group)
 
 
 class Collector:
@@ -62,10 +74,18 @@ class Collector:
             except (oslo_messaging.InvalidTransportURL, oslo_messaging.DriverLoadFailure) as exc:
                 raise ConfigurationError(f"transport_url: {exc}") from None
         self.transport = transport
-        self._default_prefetch(conf)
+        # oslo's default prefetch is unlimited: a full buffer would then pull the whole
+        # queue into memory unacknowledged.
+        _default_unless_set(conf, "rabbit_qos_prefetch_count",
+                            2 * conf.collector.listener_batch_size, _RABBIT_GROUP)
         self.listener = build_listener(conf, transport, self.endpoint)
-        # the listener reads its executor options from the transport's configuration
-        self._default_executor_threads(self.listener.conf)
+        # The endpoint's batches take turns at the buffer's one SQLite writer: a few
+        # threads kept warm serve it better than oslo's pool, which starts a new
+        # thread for each batch up to 64 of them (bench/collector.py, paired rounds:
+        # ~5% more delivered).  The listener registered the option on the
+        # transport's configuration; its executor is built at start().
+        _default_unless_set(self.listener.conf, "executor_thread_pool_size",
+                            _EXECUTOR_THREADS)
         self._delivery_thread = threading.Thread(
             target=self.delivery.run, args=(self.stopping, self.written),
             name="tally-delivery", daemon=True)
@@ -75,29 +95,6 @@ class Collector:
             target=self._start_listener, name="tally-listener-start", daemon=True)
         self._state_lock = threading.Lock()
         self._listening = False
-
-    @staticmethod
-    def _default_prefetch(conf: cfg.ConfigOpts) -> None:
-        # oslo's default prefetch is unlimited: a full buffer would then pull the whole
-        # queue into memory unacknowledged.  Bound it unless the operator chose a value.
-        try:
-            location = conf.get_location("rabbit_qos_prefetch_count", _RABBIT_GROUP)
-        except (cfg.NoSuchOptError, cfg.NoSuchGroupError):
-            return  # not the rabbit driver
-        if location is None or location.location == cfg.Locations.opt_default:
-            conf.set_default("rabbit_qos_prefetch_count",
-                             2 * conf.collector.listener_batch_size, group=_RABBIT_GROUP)
-
-    @staticmethod
-    def _default_executor_threads(conf: cfg.ConfigOpts) -> None:
-        # The endpoint's batches take turns at the buffer's one SQLite writer: a few
-        # threads kept warm serve it better than oslo's pool, which starts a new
-        # thread for each batch up to 64 of them (bench/collector.py, paired
-        # rounds: ~5% more delivered).  The listener registered the option; its
-        # executor is built at start().
-        location = conf.get_location("executor_thread_pool_size")
-        if location is None or location.location == cfg.Locations.opt_default:
-            messaging_opts.set_defaults(conf, executor_thread_pool_size=_EXECUTOR_THREADS)
 
     def start(self) -> None:
         if self.metrics_server is not None:
