@@ -4,14 +4,20 @@ In one run, against the same RabbitMQ:
 
 1. baseline: a no-op oslo.messaging batch notification listener (same batch size,
    prefetch and executor as the collector) drains a backlog of N notifications;
-2. collector: the ``tally-collector`` process drains an identical backlog through
+2. no-op beside the API's ingest: the same no-op drain while the bench POSTs the
+   same number of events to the running ``tally-reporting`` at the listener's pace
+   (1000 more taken, one more request), i.e. the API's and PostgreSQL's share of the
+   machine without any of the collector's own work: about the most the delivered
+   rate can reach on this machine, so "delivered / no-op beside API ingest" is what
+   the collector's mapping, buffer and delivery cost;
+3. collector: the ``tally-collector`` process drains an identical backlog through
    its durable disk buffer and delivers every event to a ``tally-reporting``
    (PostgreSQL, fresh database) until the API holds all N.  Two rates: consumed
    (the queue is empty, every event durably buffered, delivery running beside)
    and delivered (the API holds all N);
-3. collector, buffer only: the same with the Reporting API unreachable, i.e. the
+4. collector, buffer only: the same with the Reporting API unreachable, i.e. the
    listener and the durable buffer alone;
-4. the Reporting API's own ceiling: the bench POSTs the same events in batches of
+5. the Reporting API's own ceiling: the bench POSTs the same events in batches of
    1000 straight to the API, as many requests in flight as the collector's
    ``delivery_concurrency`` (``--concurrency``), which bounds any delivered rate.
 
@@ -19,7 +25,8 @@ Each measured phase starts once the machine is quiet (under 10% CPU for 0.3 s):
 what the previous phase left running (PostgreSQL's autovacuum or checkpoint,
 RabbitMQ writing the backlog) does not land in the next one's figure.
 
-It prints the rates and their ratios to the no-op listener (target: >= 0.8).
+It prints the rates and their ratios to the no-op listener (target: >= 0.8), and
+the delivered rate over the no-op beside the API's ingest.
 Usage, from the checkout:
 
     python bench/collector.py [--count 20000] [--batch 200] [--rounds 3] [--concurrency 2]
@@ -70,6 +77,7 @@ from tests.functional.collector.harness import (  # noqa: E402
 )
 
 EXCHANGES = ["nova", "cinder", "neutron", "glance", "octavia"]
+DELIVERY_BATCH = 1000  # the collector's largest request
 KINDS: list[tuple[str, str, str, Callable[[int], dict[str, Any]]]] = [
     ("nova", "compute.instance.create.end", "compute.bench",
      lambda i: {"instance_id": f"i-{i}", "tenant_id": "p", "state": "active", "vcpus": 1,
@@ -91,14 +99,19 @@ class NoopEndpoint:
     def __init__(self, expected: int) -> None:
         self.count = 0
         self.done = threading.Event()
-        self._lock = threading.Lock()
+        self.progress = threading.Condition()
         self._expected = expected
 
     def info(self, messages: list[dict[str, Any]]) -> None:
-        with self._lock:
+        with self.progress:
             self.count += len(messages)
             if self.count >= self._expected:
                 self.done.set()
+            self.progress.notify_all()
+
+    def wait_for_count(self, wanted: int, timeout: float) -> bool:
+        with self.progress:
+            return self.progress.wait_for(lambda: self.count >= wanted, timeout)
 
 
 def _cpu_times() -> tuple[int, int] | None:
@@ -224,20 +237,24 @@ def run_buffer_only(rabbit_url: str, workdir: Path, count: int, batch: int) -> f
         delete_queues(rabbit_url, [pool, f"{topic}.info"])
 
 
-def run_api_ceiling(reporting: ReportingServer, count: int, concurrency: int) -> float:
-    """Events per second the Reporting API stores from batches of 1000, ``concurrency``
-    requests in flight (as the collector's delivery)."""
+def _api_bodies(count: int) -> list[str]:
+    """The backlog's events as POST /v1/events bodies of 1000, for a cloud of their own."""
     cloud = f"bench-direct-{uuid.uuid4().hex[:8]}"
     bodies = []
-    for start in range(0, count, 1000):
+    for start in range(0, count, DELIVERY_BATCH):
         events = []
-        for i in range(start, min(count, start + 1000)):
+        for i in range(start, min(count, start + DELIVERY_BATCH)):
             _, event_type, publisher_id, payload = KINDS[i % len(KINDS)]
             event = map_notification(cloud, {"project_id": "p"}, publisher_id, event_type,
                                      payload(i), {"message_id": str(uuid.uuid4()),
                                                   "timestamp": "2026-11-29 23:46:12.702142"})
             events.append(event)
         bodies.append(json.dumps({"events": events}))
+    return bodies
+
+
+def _poster(reporting: ReportingServer) -> Callable[[str], None]:
+    """POSTs one body, one HTTP session per thread."""
     local = threading.local()
 
     def post(body: str) -> None:
@@ -248,11 +265,58 @@ def run_api_ceiling(reporting: ReportingServer, count: int, concurrency: int) ->
         local.session.post(f"{reporting.url}/v1/events", data=body,
                            timeout=300).raise_for_status()
 
+    return post
+
+
+def run_api_ceiling(reporting: ReportingServer, count: int, concurrency: int) -> float:
+    """Events per second the Reporting API stores from batches of 1000, ``concurrency``
+    requests in flight (as the collector's delivery)."""
+    bodies = _api_bodies(count)
+    post = _poster(reporting)
     settle()
     with ThreadPoolExecutor(concurrency) as pool:
         begin = time.monotonic()
         list(pool.map(post, bodies))
         return count / (time.monotonic() - begin)
+
+
+def run_baseline_beside_ingest(rabbit_url: str, reporting: ReportingServer, count: int,
+                               batch: int, concurrency: int) -> float:
+    """The no-op listener's drain while the Reporting API stores the same number of
+    events at the listener's pace: a body of 1000 is POSTed (``concurrency`` in flight)
+    each time the listener has taken 1000 more, as the collector delivers what it has
+    consumed.  The rate runs until the listener has drained and the API holds them all:
+    what the collector could reach if its own work (mapping, buffer, delivery) cost
+    nothing, on cores it shares with the API, PostgreSQL and RabbitMQ."""
+    uid = uuid.uuid4().hex[:8]
+    topic, pool = f"bench-{uid}", f"bench-noop-{uid}"
+    try:
+        _declare_queue(rabbit_url, topic, pool, batch)
+        _backlog(rabbit_url, topic, pool, count)
+        bodies = _api_bodies(count)
+        post = _poster(reporting)
+        endpoint = NoopEndpoint(count)
+        transport, listener = _listener(rabbit_url, topic, pool, batch, endpoint)
+        gc.collect()
+        gc.freeze()
+        settle()
+        with ThreadPoolExecutor(concurrency) as posters:
+            start = time.monotonic()
+            listener.start()
+            pending = []
+            for sent, body in enumerate(bodies, start=1):
+                if not endpoint.wait_for_count(min(count, sent * DELIVERY_BATCH), 600):
+                    raise RuntimeError(f"no-op listener saw {endpoint.count} of {count}")
+                pending.append(posters.submit(post, body))
+            for future in pending:
+                future.result()
+            elapsed = time.monotonic() - start
+        listener.stop()
+        listener.wait()
+        transport.cleanup()
+        return count / elapsed
+    finally:
+        delete_queues(rabbit_url, [pool, f"{topic}.info"])
 
 
 def run_collector(rabbit_url: str, reporting: ReportingServer, workdir: Path, count: int,
@@ -341,31 +405,40 @@ def main() -> int:
             reporting = ReportingServer(workdir / "reporting", db_url)
             reporting.start()
             try:
-                labels = ["no-op oslo batch listener", "collector, buffer only",
-                          "collector, consumed", "collector, delivered",
-                          "API ceiling (direct POSTs)"]
-                notes = ["", "API unreachable: listener + durable buffer",
+                labels = ["no-op oslo batch listener", "no-op beside API ingest",
+                          "collector, buffer only", "collector, consumed",
+                          "collector, delivered", "API ceiling (direct POSTs)"]
+                notes = ["", "the API storing the events at the listener's pace",
+                         "API unreachable: listener + durable buffer",
                          "all buffered, delivery running beside", "all N stored in the API",
                          f"bounds 'delivered' ({args.concurrency} in flight)"]
                 ratios: list[list[float]] = [[] for _ in labels]
+                own: list[float] = []  # delivered / no-op beside API ingest
                 for round_no in range(1, args.rounds + 1):
                     baseline = run_baseline(rabbit_url, args.count, args.batch)
+                    beside = run_baseline_beside_ingest(
+                        rabbit_url, reporting, args.count, args.batch, args.concurrency)
                     buffered = run_buffer_only(rabbit_url, workdir, args.count, args.batch)
                     delivered, consumed = run_collector(
                         rabbit_url, reporting, workdir, args.count, args.batch,
                         args.concurrency)
                     ceiling = run_api_ceiling(reporting, args.count, args.concurrency)
                     print(f"round {round_no}: {args.count} notifications, listener batch "
-                          f"{args.batch}, delivery batch 1000, {args.concurrency} in flight")
-                    rates = [baseline, buffered, consumed, delivered, ceiling]
+                          f"{args.batch}, delivery batch {DELIVERY_BATCH}, "
+                          f"{args.concurrency} in flight")
+                    rates = [baseline, beside, buffered, consumed, delivered, ceiling]
                     for i, (label, rate, note) in enumerate(zip(labels, rates, notes, strict=True)):
                         ratios[i].append(rate / baseline)
                         print(f"  {label:<27}: {rate:7.0f}/s  ratio {rate / baseline:5.2f}  {note}")
+                    own.append(delivered / beside)
+                    print(f"  collector delivered / no-op beside API ingest: {own[-1]:5.2f}")
                     sys.stdout.flush()
                 print(f"median ratio to the no-op listener over {args.rounds} round(s) "
                       "(target >= 0.80):")
                 for label, values in zip(labels[1:], ratios[1:], strict=True):
                     print(f"  {label:<27}: {statistics.median(values):5.2f}")
+                print("median of collector delivered / no-op beside API ingest: "
+                      f"{statistics.median(own):5.2f}")
             finally:
                 reporting.close()
     finally:
