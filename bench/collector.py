@@ -38,6 +38,7 @@ Needs the RabbitMQ and PostgreSQL named by TALLY_TEST_RABBIT_URL / TALLY_TEST_PG
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -96,22 +97,20 @@ KINDS: list[tuple[str, str, str, Callable[[int], dict[str, Any]]]] = [
 
 
 class NoopEndpoint:
-    def __init__(self, expected: int) -> None:
+    def __init__(self) -> None:
         self.count = 0
-        self.done = threading.Event()
-        self.progress = threading.Condition()
-        self._expected = expected
+        self._progress = threading.Condition()
 
     def info(self, messages: list[dict[str, Any]]) -> None:
-        with self.progress:
+        with self._progress:
             self.count += len(messages)
-            if self.count >= self._expected:
-                self.done.set()
-            self.progress.notify_all()
+            self._progress.notify_all()
 
-    def wait_for_count(self, wanted: int, timeout: float) -> bool:
-        with self.progress:
-            return self.progress.wait_for(lambda: self.count >= wanted, timeout)
+    def wait_for(self, wanted: int, timeout: float = 600) -> None:
+        """Return once the listener has taken ``wanted`` notifications."""
+        with self._progress:
+            if not self._progress.wait_for(lambda: self.count >= wanted, timeout):
+                raise RuntimeError(f"no-op listener saw {self.count} of {wanted}")
 
 
 def _cpu_times() -> tuple[int, int] | None:
@@ -160,7 +159,7 @@ def _listener(rabbit_url: str, topic: str, pool: str, batch: int, endpoint: Any)
 
 def _declare_queue(rabbit_url: str, topic: str, pool: str, batch: int) -> None:
     """Let oslo declare and bind the pool's queue, then leave it to fill."""
-    transport, listener = _listener(rabbit_url, topic, pool, batch, NoopEndpoint(1))
+    transport, listener = _listener(rabbit_url, topic, pool, batch, NoopEndpoint())
     listener.start()
     wait_until(lambda: queue_depth(rabbit_url, pool)[1] >= 1, 30, "the queue to exist")
     listener.stop()
@@ -178,33 +177,6 @@ def _backlog(rabbit_url: str, topic: str, pool: str, count: int) -> None:
     finally:
         publisher.close()
     wait_until(lambda: queue_depth(rabbit_url, pool)[0] >= count, 60, "the backlog to settle")
-
-
-def run_baseline(rabbit_url: str, count: int, batch: int) -> float:
-    uid = uuid.uuid4().hex[:8]
-    topic, pool = f"bench-{uid}", f"bench-noop-{uid}"
-    try:
-        _declare_queue(rabbit_url, topic, pool, batch)
-        _backlog(rabbit_url, topic, pool, count)
-        endpoint = NoopEndpoint(count)
-        transport, listener = _listener(rabbit_url, topic, pool, batch, endpoint)
-        # The bench's own heap (SQLAlchemy, requests, this module) would make every
-        # full collection of the listener's thread slower than in a listener process
-        # of its own; frozen, as tally-collector freezes its start-up heap.
-        gc.collect()
-        gc.freeze()
-        settle()
-        start = time.monotonic()
-        listener.start()
-        if not endpoint.done.wait(600):
-            raise RuntimeError(f"no-op listener saw {endpoint.count} of {count}")
-        elapsed = time.monotonic() - start
-        listener.stop()
-        listener.wait()
-        transport.cleanup()
-        return count / elapsed
-    finally:
-        delete_queues(rabbit_url, [pool, f"{topic}.info"])
 
 
 def run_buffer_only(rabbit_url: str, workdir: Path, count: int, batch: int) -> float:
@@ -280,23 +252,30 @@ def run_api_ceiling(reporting: ReportingServer, count: int, concurrency: int) ->
         return count / (time.monotonic() - begin)
 
 
-def run_baseline_beside_ingest(rabbit_url: str, reporting: ReportingServer, count: int,
-                               batch: int, concurrency: int) -> float:
-    """The no-op listener's drain while the Reporting API stores the same number of
-    events at the listener's pace: a body of 1000 is POSTed (``concurrency`` in flight)
+def run_baseline(rabbit_url: str, count: int, batch: int,
+                 beside: ReportingServer | None = None, concurrency: int = 2) -> float:
+    """Rate of the no-op listener draining the backlog.
+
+    With ``beside``, that Reporting API stores the same number of events at the
+    listener's pace meanwhile: a body of 1000 is POSTed (``concurrency`` in flight)
     each time the listener has taken 1000 more, as the collector delivers what it has
-    consumed.  The rate runs until the listener has drained and the API holds them all:
-    what the collector could reach if its own work (mapping, buffer, delivery) cost
-    nothing, on cores it shares with the API, PostgreSQL and RabbitMQ."""
+    consumed, and the rate runs until the API holds them all: what the collector could
+    reach if its own work (mapping, buffer, delivery) cost nothing, on cores it shares
+    with the API, PostgreSQL and RabbitMQ."""
     uid = uuid.uuid4().hex[:8]
     topic, pool = f"bench-{uid}", f"bench-noop-{uid}"
     try:
         _declare_queue(rabbit_url, topic, pool, batch)
         _backlog(rabbit_url, topic, pool, count)
-        bodies = _api_bodies(count)
-        post = _poster(reporting)
-        endpoint = NoopEndpoint(count)
+        posts: list[Callable[[], None]] = []
+        if beside is not None:
+            post = _poster(beside)
+            posts = [functools.partial(post, body) for body in _api_bodies(count)]
+        endpoint = NoopEndpoint()
         transport, listener = _listener(rabbit_url, topic, pool, batch, endpoint)
+        # The bench's own heap (SQLAlchemy, requests, this module) would make every
+        # full collection of the listener's thread slower than in a listener process
+        # of its own; frozen, as tally-collector freezes its start-up heap.
         gc.collect()
         gc.freeze()
         settle()
@@ -304,10 +283,10 @@ def run_baseline_beside_ingest(rabbit_url: str, reporting: ReportingServer, coun
             start = time.monotonic()
             listener.start()
             pending = []
-            for sent, body in enumerate(bodies, start=1):
-                if not endpoint.wait_for_count(min(count, sent * DELIVERY_BATCH), 600):
-                    raise RuntimeError(f"no-op listener saw {endpoint.count} of {count}")
-                pending.append(posters.submit(post, body))
+            for sent, send in enumerate(posts, start=1):
+                endpoint.wait_for(min(count, sent * DELIVERY_BATCH))
+                pending.append(posters.submit(send))
+            endpoint.wait_for(count)
             for future in pending:
                 future.result()
             elapsed = time.monotonic() - start
@@ -416,8 +395,8 @@ def main() -> int:
                 own: list[float] = []  # delivered / no-op beside API ingest
                 for round_no in range(1, args.rounds + 1):
                     baseline = run_baseline(rabbit_url, args.count, args.batch)
-                    beside = run_baseline_beside_ingest(
-                        rabbit_url, reporting, args.count, args.batch, args.concurrency)
+                    beside = run_baseline(rabbit_url, args.count, args.batch,
+                                          reporting, args.concurrency)
                     buffered = run_buffer_only(rabbit_url, workdir, args.count, args.batch)
                     delivered, consumed = run_collector(
                         rabbit_url, reporting, workdir, args.count, args.batch,
