@@ -167,7 +167,9 @@ def _declare_queue(rabbit_url: str, topic: str, pool: str, batch: int) -> None:
     transport.cleanup()
 
 
-def _backlog(rabbit_url: str, topic: str, pool: str, count: int) -> None:
+def _backlog(rabbit_url: str, topic: str, pool: str, batch: int, count: int) -> None:
+    """The pool's queue, declared and bound by oslo, holding ``count`` notifications."""
+    _declare_queue(rabbit_url, topic, pool, batch)
     publisher = WirePublisher(rabbit_url)
     try:
         for i in range(count):
@@ -177,6 +179,14 @@ def _backlog(rabbit_url: str, topic: str, pool: str, count: int) -> None:
     finally:
         publisher.close()
     wait_until(lambda: queue_depth(rabbit_url, pool)[0] >= count, 60, "the backlog to settle")
+
+
+def _start_consuming(collector: CollectorProcess, rabbit_url: str, pool: str) -> None:
+    """Start the collector on a quiet machine; return once it consumes from ``pool``."""
+    settle()
+    collector.start()
+    wait_until(lambda: queue_depth(rabbit_url, pool)[1] >= 1, 60, "the collector to consume",
+               step=0.02)
 
 
 def run_buffer_only(rabbit_url: str, workdir: Path, count: int, batch: int) -> float:
@@ -191,12 +201,8 @@ def run_buffer_only(rabbit_url: str, workdir: Path, count: int, batch: int) -> f
         listener_batch_size=batch, retry_max_delay_s=5)
     collector = CollectorProcess(config, workdir / f"collector-{uid}.log")
     try:
-        _declare_queue(rabbit_url, topic, pool, batch)
-        _backlog(rabbit_url, topic, pool, count)
-        settle()
-        collector.start()
-        wait_until(lambda: queue_depth(rabbit_url, pool)[1] >= 1, 60, "the collector to consume",
-                   step=0.02)
+        _backlog(rabbit_url, topic, pool, batch, count)
+        _start_consuming(collector, rabbit_url, pool)
         start = time.monotonic()
         wait_until(lambda: (metric(metrics_port, "tally_collector_buffer_depth") or 0) >= count,
                    900, "the backlog in the buffer", step=0.1)
@@ -265,8 +271,7 @@ def run_baseline(rabbit_url: str, count: int, batch: int,
     uid = uuid.uuid4().hex[:8]
     topic, pool = f"bench-{uid}", f"bench-noop-{uid}"
     try:
-        _declare_queue(rabbit_url, topic, pool, batch)
-        _backlog(rabbit_url, topic, pool, count)
+        _backlog(rabbit_url, topic, pool, batch, count)
         posts: list[Callable[[], None]] = []
         if beside is not None:
             post = _poster(beside)
@@ -312,12 +317,8 @@ def run_collector(rabbit_url: str, reporting: ReportingServer, workdir: Path, co
     engine = sa.create_engine(reporting.db_url)
     collector = CollectorProcess(config, workdir / f"collector-{uid}.log")
     try:
-        _declare_queue(rabbit_url, topic, pool, batch)
-        _backlog(rabbit_url, topic, pool, count)
-        settle()
-        collector.start()
-        wait_until(lambda: queue_depth(rabbit_url, pool)[1] >= 1, 60, "the collector to consume",
-                   step=0.02)
+        _backlog(rabbit_url, topic, pool, batch, count)
+        _start_consuming(collector, rabbit_url, pool)
         start = time.monotonic()
         consumed_at = None
         # One scrape per poll, so the measuring costs the collector little: the
