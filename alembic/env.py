@@ -8,9 +8,9 @@ Each migration runs in its own transaction (``transaction_per_migration``).
 from __future__ import annotations
 
 import sqlalchemy as sa
+from alembic import context
 from sqlalchemy.engine import Connection
 
-from alembic import context
 from reporting.db.models import Base
 
 config = context.config

@@ -7,7 +7,6 @@ Revises:
 from __future__ import annotations
 
 import sqlalchemy as sa
-
 from alembic import op
 
 revision = "0001_events"

@@ -7,7 +7,6 @@ Revises: 0002_projection
 from __future__ import annotations
 
 import sqlalchemy as sa
-
 from alembic import op
 
 revision = "0003_rejected_events"

@@ -15,7 +15,6 @@ import datetime as dt
 from typing import Any
 
 import sqlalchemy as sa
-
 from alembic import op
 
 revision = "0006_seed_loadbalancer_type"

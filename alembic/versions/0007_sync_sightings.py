@@ -12,7 +12,6 @@ Revises: 0006_seed_loadbalancer_type
 from __future__ import annotations
 
 import sqlalchemy as sa
-
 from alembic import op
 
 revision = "0007_sync_sightings"

@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import TextIO
 
 import sqlalchemy as sa
+from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from oslo_config import cfg
 from sqlalchemy.engine import Engine
-
-from alembic import command
 
 
 class MigrationError(RuntimeError):
