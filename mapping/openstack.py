@@ -53,9 +53,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NotificationRule:
-    """One row of the table.
+    """One row of the table, its fields always named (a row reads without counting columns).
 
     ``resource_id`` lists payload paths tried in order; a later one is read only
     when the earlier ones came back empty.  ``project_id`` is a payload path, or
@@ -80,28 +80,28 @@ _LOADBALANCER_ID = ("loadbalancer_id", "id")
 
 # fmt: off
 NOTIFICATION_TABLE: Final[tuple[NotificationRule, ...]] = (
-    _R("compute.instance.create.end", "compute.instance.create.end", "instance", vm_state, instance_size, _INSTANCE_ID, "tenant_id"),
-    _R("compute.instance.delete.end", "compute.instance.delete.end", "instance", None, None, _INSTANCE_ID, "tenant_id"),
-    _R("compute.instance.finish_resize.end", "compute.instance.resize.end", "instance", vm_state, instance_size, _INSTANCE_ID, "tenant_id"),
-    _R("compute.instance.resize.confirm.end", "compute.instance.resize.confirm.end", "instance", vm_state, instance_size, _INSTANCE_ID, "tenant_id"),
-    _R("compute.instance.resize.revert.end", "compute.instance.resize.revert.end", "instance", vm_state, instance_size, _INSTANCE_ID, "tenant_id"),
-    _R("compute.instance.shelve_offload.end", "compute.instance.shelve", "instance", fixed_state("shelved"), None, _INSTANCE_ID, "tenant_id"),
-    _R("compute.instance.unshelve.end", "compute.instance.unshelve", "instance", fixed_state("active"), None, _INSTANCE_ID, "tenant_id"),
-    _R("compute.instance.power_off.end", "compute.instance.power_off", "instance", fixed_state("shutoff"), None, _INSTANCE_ID, "tenant_id"),
-    _R("compute.instance.power_on.end", "compute.instance.power_on", "instance", fixed_state("active"), None, _INSTANCE_ID, "tenant_id"),
-    _R("volume.create.end", "volume.create.end", "volume", fixed_state("available"), volume_size, _VOLUME_ID, "tenant_id"),
-    _R("volume.delete.end", "volume.delete.end", "volume", None, None, _VOLUME_ID, "tenant_id"),
-    _R("volume.resize.end", "volume.resize.end", "volume", volume_status, volume_size, _VOLUME_ID, "tenant_id"),
-    _R("volume.retype", "volume.retype", "volume", volume_status, volume_size, _VOLUME_ID, "tenant_id"),
-    _R("volume.transfer.accept.end", "volume.transfer.accept.end", "volume", volume_status, volume_size, _VOLUME_ID, "tenant_id"),
-    _R("floatingip.create.end", "floatingip.create.end", "floating_ip", fixed_state("active"), floating_ip_size, ("floatingip.id",), "floatingip.tenant_id"),
-    _R("floatingip.delete.end", "floatingip.delete.end", "floating_ip", None, None, ("floatingip_id",), None),
-    _R("image.upload", "image.create", "image", fixed_state("active"), image_size, _IMAGE_ID, "owner"),
-    _R("image.create", "image.create", "image", fixed_state("active"), image_size, _IMAGE_ID, "owner", skip=unsized_image),
-    _R("image.delete", "image.delete", "image", None, None, _IMAGE_ID, "owner"),
-    _R("octavia.loadbalancer.create.end", "octavia.loadbalancer.create.end", "loadbalancer", fixed_state("active"), loadbalancer_size, _LOADBALANCER_ID, "project_id"),
-    _R("octavia.loadbalancer.update.end", "octavia.loadbalancer.update.end", "loadbalancer", fixed_state("active"), None, _LOADBALANCER_ID, "project_id"),
-    _R("octavia.loadbalancer.delete.end", "octavia.loadbalancer.delete.end", "loadbalancer", None, None, _LOADBALANCER_ID, "project_id"),
+    _R(oslo_event_type="compute.instance.create.end", event_type="compute.instance.create.end", resource_type="instance", state=vm_state, size=instance_size, resource_id=_INSTANCE_ID, project_id="tenant_id"),
+    _R(oslo_event_type="compute.instance.delete.end", event_type="compute.instance.delete.end", resource_type="instance", state=None, size=None, resource_id=_INSTANCE_ID, project_id="tenant_id"),
+    _R(oslo_event_type="compute.instance.finish_resize.end", event_type="compute.instance.resize.end", resource_type="instance", state=vm_state, size=instance_size, resource_id=_INSTANCE_ID, project_id="tenant_id"),
+    _R(oslo_event_type="compute.instance.resize.confirm.end", event_type="compute.instance.resize.confirm.end", resource_type="instance", state=vm_state, size=instance_size, resource_id=_INSTANCE_ID, project_id="tenant_id"),
+    _R(oslo_event_type="compute.instance.resize.revert.end", event_type="compute.instance.resize.revert.end", resource_type="instance", state=vm_state, size=instance_size, resource_id=_INSTANCE_ID, project_id="tenant_id"),
+    _R(oslo_event_type="compute.instance.shelve_offload.end", event_type="compute.instance.shelve", resource_type="instance", state=fixed_state("shelved"), size=None, resource_id=_INSTANCE_ID, project_id="tenant_id"),
+    _R(oslo_event_type="compute.instance.unshelve.end", event_type="compute.instance.unshelve", resource_type="instance", state=fixed_state("active"), size=None, resource_id=_INSTANCE_ID, project_id="tenant_id"),
+    _R(oslo_event_type="compute.instance.power_off.end", event_type="compute.instance.power_off", resource_type="instance", state=fixed_state("shutoff"), size=None, resource_id=_INSTANCE_ID, project_id="tenant_id"),
+    _R(oslo_event_type="compute.instance.power_on.end", event_type="compute.instance.power_on", resource_type="instance", state=fixed_state("active"), size=None, resource_id=_INSTANCE_ID, project_id="tenant_id"),
+    _R(oslo_event_type="volume.create.end", event_type="volume.create.end", resource_type="volume", state=fixed_state("available"), size=volume_size, resource_id=_VOLUME_ID, project_id="tenant_id"),
+    _R(oslo_event_type="volume.delete.end", event_type="volume.delete.end", resource_type="volume", state=None, size=None, resource_id=_VOLUME_ID, project_id="tenant_id"),
+    _R(oslo_event_type="volume.resize.end", event_type="volume.resize.end", resource_type="volume", state=volume_status, size=volume_size, resource_id=_VOLUME_ID, project_id="tenant_id"),
+    _R(oslo_event_type="volume.retype", event_type="volume.retype", resource_type="volume", state=volume_status, size=volume_size, resource_id=_VOLUME_ID, project_id="tenant_id"),
+    _R(oslo_event_type="volume.transfer.accept.end", event_type="volume.transfer.accept.end", resource_type="volume", state=volume_status, size=volume_size, resource_id=_VOLUME_ID, project_id="tenant_id"),
+    _R(oslo_event_type="floatingip.create.end", event_type="floatingip.create.end", resource_type="floating_ip", state=fixed_state("active"), size=floating_ip_size, resource_id=("floatingip.id",), project_id="floatingip.tenant_id"),
+    _R(oslo_event_type="floatingip.delete.end", event_type="floatingip.delete.end", resource_type="floating_ip", state=None, size=None, resource_id=("floatingip_id",), project_id=None),
+    _R(oslo_event_type="image.upload", event_type="image.create", resource_type="image", state=fixed_state("active"), size=image_size, resource_id=_IMAGE_ID, project_id="owner"),
+    _R(oslo_event_type="image.create", event_type="image.create", resource_type="image", state=fixed_state("active"), size=image_size, resource_id=_IMAGE_ID, project_id="owner", skip=unsized_image),
+    _R(oslo_event_type="image.delete", event_type="image.delete", resource_type="image", state=None, size=None, resource_id=_IMAGE_ID, project_id="owner"),
+    _R(oslo_event_type="octavia.loadbalancer.create.end", event_type="octavia.loadbalancer.create.end", resource_type="loadbalancer", state=fixed_state("active"), size=loadbalancer_size, resource_id=_LOADBALANCER_ID, project_id="project_id"),
+    _R(oslo_event_type="octavia.loadbalancer.update.end", event_type="octavia.loadbalancer.update.end", resource_type="loadbalancer", state=fixed_state("active"), size=None, resource_id=_LOADBALANCER_ID, project_id="project_id"),
+    _R(oslo_event_type="octavia.loadbalancer.delete.end", event_type="octavia.loadbalancer.delete.end", resource_type="loadbalancer", state=None, size=None, resource_id=_LOADBALANCER_ID, project_id="project_id"),
 )
 # fmt: on
 
