@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -60,22 +62,73 @@ def pg_admin_url() -> str:
     return url
 
 
-@pytest.fixture
-def pg_database(pg_admin_url: str) -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for one test; dropped afterwards."""
+@contextmanager
+def created_pg_database(admin_url: str, template: str | None = None) -> Iterator[str]:
+    """A new PostgreSQL database (a copy of ``template`` when given), dropped on exit."""
     import sqlalchemy as sa
 
     name = f"tally_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(pg_admin_url, isolation_level="AUTOCOMMIT")
+    copy = f' TEMPLATE "{template}"' if template else ""
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
     with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    base = sa.engine.make_url(pg_admin_url)
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"{copy}'))
+    base = sa.engine.make_url(admin_url)
     try:
         yield base.set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture
+def pg_database(pg_admin_url: str) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test; dropped afterwards."""
+    with created_pg_database(pg_admin_url) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def pg_migrated_template(pg_admin_url: str) -> Iterator[str]:
+    """Name of a PostgreSQL database migrated to head once per test session.
+
+    Tests copy it (``CREATE DATABASE ... TEMPLATE``) instead of running the whole
+    Alembic chain each time; nothing may stay connected to it.
+    """
+    import sqlalchemy as sa
+
+    from reporting.db import migrations
+
+    with created_pg_database(pg_admin_url) as url:
+        migrations.upgrade(url)
+        yield str(sa.engine.make_url(url).database)
+
+
+@pytest.fixture
+def pg_migrated_database(pg_admin_url: str, pg_migrated_template: str) -> Iterator[str]:
+    """A fresh PostgreSQL database at the chain's head for one test; dropped afterwards."""
+    with created_pg_database(pg_admin_url, template=pg_migrated_template) as url:
+        yield url
+
+
+def migrated_database_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database of ``backend`` ("sqlite" or "postgresql") at the chain's head,
+    copied from the session's migrated template; for fixtures parametrised by backend."""
+    if backend == "sqlite":
+        path = tmp_path / "tally.sqlite"
+        shutil.copyfile(request.getfixturevalue("sqlite_migrated_template"), path)
+        return f"sqlite:///{path}"
+    return str(request.getfixturevalue("pg_migrated_database"))
+
+
+@pytest.fixture(scope="session")
+def sqlite_migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated to head once per test session; tests copy it."""
+    from reporting.db import migrations
+
+    path = tmp_path_factory.mktemp("template") / "tally.sqlite"
+    migrations.upgrade(f"sqlite:///{path}")
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from werkzeug.serving import make_server
 
 from reporting.app import create_app
-from reporting.db import migrations
 from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
+from tests.conftest import migrated_database_url
 from tests.unit.reporting.fixtures import (  # noqa: F401 (fixtures)
     ConfFactory,
     auth,
@@ -49,9 +49,9 @@ class Api:
 
 
 @pytest.fixture
-def api(make_conf: ConfFactory, tmp_path: Path) -> Iterator[Api]:  # noqa: F811
-    url = f"sqlite:///{tmp_path / 'tally.sqlite'}"
-    migrations.upgrade(url)
+def api(make_conf: ConfFactory, tmp_path: Path,  # noqa: F811
+        request: pytest.FixtureRequest) -> Iterator[Api]:
+    url = migrated_database_url("sqlite", request, tmp_path)
     app = create_app(make_conf(url))
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import random
 import threading
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +16,9 @@ import pytest
 import requests
 import sqlalchemy as sa
 
-from reporting.db import migrations
 from reporting.db.engine import make_engine, make_sessionmaker
 from reporting.ingest import ingest_events
+from tests.conftest import created_pg_database
 from tests.unit.reporting.fixtures import RunningServer, auth, start_server, write_config
 
 CLIENTS = 8
@@ -51,23 +50,15 @@ def history(resource: int) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def second_database(pg_admin_url: str) -> Iterator[str]:
-    name = f"tally_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(pg_admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield sa.engine.make_url(pg_admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+def second_database(pg_admin_url: str, pg_migrated_template: str) -> Iterator[str]:
+    with created_pg_database(pg_admin_url, template=pg_migrated_template) as url:
+        yield url
 
 
 @pytest.fixture
-def pg_server(pg_database: str, tokens_file: str, tmp_path: Path) -> Iterator[RunningServer]:
-    migrations.upgrade(pg_database)
-    config = write_config(tmp_path / "reporting.conf", pg_database, tokens_file,
+def pg_server(pg_migrated_database: str, tokens_file: str,
+              tmp_path: Path) -> Iterator[RunningServer]:
+    config = write_config(tmp_path / "reporting.conf", pg_migrated_database, tokens_file,
                           api={"workers": 2})
     server = start_server(config, tmp_path / "reporting.log")
     yield server
@@ -91,7 +82,7 @@ def projection(url: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
 
 
 def test_eight_clients_same_batches_store_once(
-    pg_server: RunningServer, pg_database: str, second_database: str
+    pg_server: RunningServer, pg_migrated_database: str, second_database: str
 ) -> None:
     events = [e for r in range(120) for e in history(r)]
     random.Random(7).shuffle(events)
@@ -126,12 +117,11 @@ def test_eight_clients_same_batches_store_once(
     assert sum(body["rejected"] for body in responses) == 0
 
     # Serial ingest of the same events, in order, into another database.
-    migrations.upgrade(second_database)
     engine = make_engine(second_database)
     ingest_events(make_sessionmaker(engine), sorted(events, key=lambda e: e["timestamp"]),
                   require_size_schema=False)
     engine.dispose()
-    concurrent_rows, concurrent_intervals = projection(pg_database)
+    concurrent_rows, concurrent_intervals = projection(pg_migrated_database)
     serial_rows, serial_intervals = projection(second_database)
     assert len(concurrent_rows) == 120
     assert concurrent_rows == serial_rows

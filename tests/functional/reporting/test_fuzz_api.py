@@ -20,7 +20,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reporting.db import migrations
+from tests.conftest import migrated_database_url
 from tests.functional.reporting.query_fixtures import SEEDED
 from tests.unit.reporting.fixtures import (
     RunningServer,
@@ -70,11 +70,7 @@ SCOPES = {"sqlite": None, "postgresql": "^/v1/(resources|usage)"}
 def fuzz_target(request: pytest.FixtureRequest, tokens_file: str,
                 tmp_path: Path) -> Iterator[tuple[RunningServer, str | None]]:
     """tally-reporting on a migrated database holding some history."""
-    if request.param == "sqlite":
-        db_url = f"sqlite:///{tmp_path / 'tally.sqlite'}"
-    else:
-        db_url = request.getfixturevalue("pg_database")
-    migrations.upgrade(db_url)
+    db_url = migrated_database_url(request.param, request, tmp_path)
     server = start_server(write_config(tmp_path / "reporting.conf", db_url, tokens_file),
                           tmp_path / "reporting.log")
     try:

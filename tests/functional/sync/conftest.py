@@ -22,7 +22,6 @@ from oslo_config import cfg
 from mapping.event import format_timestamp, parse_timestamp
 from reporting import opts
 from reporting.app import create_app
-from reporting.db import migrations
 from reporting.db.models import CurrentResource, Event, SyncRun
 from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
 from reporting.ingest import ingest_events
@@ -89,9 +88,8 @@ def make_conf(db_url: str, tmp_path: Path, clouds_file: Path | None, **sync: Any
 
 
 @pytest.fixture
-def migrated_db(pg_database: str) -> str:
-    migrations.upgrade(pg_database)
-    return pg_database
+def migrated_db(pg_migrated_database: str) -> str:
+    return pg_migrated_database
 
 
 class Syncer:

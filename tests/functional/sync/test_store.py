@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.db import engine as db_engine
-from reporting.db import migrations
 from reporting.ingest import ingest_events
 from reporting.sync import lock, store
 from reporting.sync.observation import SizeNameEntry
+from tests.conftest import migrated_database_url
 from tests.functional.sync.conftest import collector_create
 
 T = dt.datetime(2026, 11, 2, 12, 0)
@@ -20,11 +20,7 @@ T = dt.datetime(2026, 11, 2, 12, 0)
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def factory(request: pytest.FixtureRequest, tmp_path: Path) -> sessionmaker[Session]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'tally.sqlite'}"
-    else:
-        url = str(request.getfixturevalue("pg_database"))
-    migrations.upgrade(url)
+    url = migrated_database_url(request.param, request, tmp_path)
     engine = db_engine.make_engine(url)
     request.addfinalizer(engine.dispose)
     return db_engine.make_sessionmaker(engine)

@@ -2,8 +2,8 @@
 tests/functional/reporting (both conftests import everything from here).
 
 Every test that asks for ``db_url`` (or ``conf``, ``app``, ``client``) runs twice:
-once on a fresh SQLite file, once on a fresh PostgreSQL database (``pg_database``),
-each migrated with the project's Alembic chain.
+once on a fresh SQLite file, once on a fresh PostgreSQL database, each a copy of a
+database the session migrated once with the project's Alembic chain.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting import opts
 from reporting.app import create_app
-from reporting.db import migrations
 from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
+from tests.conftest import migrated_database_url
 
 BACKENDS = ("sqlite", "postgresql")
 
@@ -63,10 +63,10 @@ def empty_db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -
 
 
 @pytest.fixture
-def db_url(empty_db_url: str) -> str:
-    """A fresh database of the parametrised backend, migrated to head."""
-    migrations.upgrade(empty_db_url)
-    return empty_db_url
+def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database of the parametrised backend, at the chain's head: a copy of
+    the session's migrated template (see tests/conftest.py)."""
+    return migrated_database_url(backend, request, tmp_path)
 
 
 ConfFactory = Callable[..., cfg.ConfigOpts]
