@@ -1,4 +1,4 @@
-"""The canonical event (SPEC §2): its JSON Schema, the verb rule, timestamps and ids.
+"""The canonical event (docs/canonical-event.md): its JSON Schema, the verb rule, timestamps and ids.
 
 Everything that produces or consumes events (collector, reporting, reconciliation,
 simcloud's truth checks) goes through these functions, so the contract lives in one
@@ -69,7 +69,7 @@ EVENT_SCHEMA: Final[dict[str, Any]] = {
 
 
 def verb(event_type: str) -> Verb:
-    """Classify an event type by the verb rule of SPEC §2.
+    """Classify an event type by the verb rule (docs/canonical-event.md).
 
     A trailing ``.start``/``.end`` is stripped; the last dotted segment then decides:
     ``create`` creates, ``delete`` deletes, anything else updates.

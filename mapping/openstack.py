@@ -1,4 +1,4 @@
-"""The OpenStack notification table (SPEC §5) and the function that applies it.
+"""The OpenStack notification table (docs/notification-mapping.md) and the function that applies it.
 
 ``NOTIFICATION_TABLE`` is the data: one row per oslo event type Tally books, naming
 the Tally event type, the resource type, the state rule, the size builder, where

@@ -1,4 +1,4 @@
-"""``create_app(conf)``: the Reporting API's Flask application factory (SPEC §3)."""
+"""``create_app(conf)``: the Reporting API's Flask application factory (docs/reporting-api.md, docs/reporting-queries.md)."""
 
 from __future__ import annotations
 

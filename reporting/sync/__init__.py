@@ -1,1 +1,1 @@
-"""Reconciliation: the periodic sync that books what notifications missed (SPEC §6)."""
+"""Reconciliation: the periodic sync that books what notifications missed (docs/reconciliation.md)."""

@@ -1,4 +1,4 @@
-"""Delivery to the Reporting API, against requests-mock answering the SPEC §3.2 contract."""
+"""Delivery to the Reporting API, against requests-mock answering the ingest contract of docs/reporting-api.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The OpenStack notification table: every row, rule and fallback of the seed."""
+"""The OpenStack notification table: every row, rule and fallback of docs/notification-mapping.md."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The Kubernetes manifests: a consistent kustomize tree, valid objects, and the
-behaviour SPEC §1/§6 and the reconciliation seeds ask of them."""
+behaviour docs/deployment.md and docs/reconciliation.md describe."""
 
 from __future__ import annotations
 
