@@ -1,4 +1,6 @@
-"""The canonical event (docs/canonical-event.md): its JSON Schema, the verb rule, timestamps and ids.
+"""The canonical event: its JSON Schema, the verb rule, timestamps and ids.
+
+Documented for operators in docs/canonical-event.md.
 
 Everything that produces or consumes events (collector, reporting, reconciliation,
 simcloud's truth checks) goes through these functions, so the contract lives in one

@@ -1,9 +1,10 @@
 """The named functions the OpenStack notification table refers to.
 
-State rules, size builders and skip rules (docs/notification-mapping.md): each reads a legacy notification payload and
-never raises.  A value the function cannot read is left out (size members) or
-passed through as reported (states), so the Reporting API can dead-letter the
-event with a reason instead of the collector booking something nobody reported.
+State rules, size builders and skip rules (docs/notification-mapping.md): each
+reads a legacy notification payload and never raises.  A value the function cannot
+read is left out (size members) or passed through as reported (states), so the
+Reporting API can dead-letter the event with a reason instead of the collector
+booking something nobody reported.
 
 The state normalisations are public because reconciliation normalises what the
 APIs report through the very same functions.

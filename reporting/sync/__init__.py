@@ -1,1 +1,4 @@
-"""Reconciliation: the periodic sync that books what notifications missed (docs/reconciliation.md)."""
+"""Reconciliation: the periodic sync that books what notifications missed.
+
+Documented in docs/reconciliation.md.
+"""
