@@ -22,15 +22,15 @@ import pytest
 
 from tests.conftest import FIXTURES_DIR, REPO_ROOT, load_fixture
 
-_SHARED = "shared"
-_SPEC = "SP" + "EC"
+_shared_dir = "shared"
+_spec_word = "SP" + "EC"
 # Each pattern names something only a reader of a document outside the checkout could
 # follow.  The word "shared" in prose, "spec" in Kubernetes objects and a world's
 # "seed" are ordinary words and stay allowed.
 FORBIDDEN: dict[str, re.Pattern[str]] = {
-    "a path into the sibling directory": re.compile(rf"{_SHARED}/"),
-    "the sibling directory": re.compile(rf"\.\./{_SHARED}\b"),
-    "the specification": re.compile(rf"\b{_SPEC}\b"),
+    "a path into the sibling directory": re.compile(rf"{_shared_dir}/"),
+    "the sibling directory": re.compile(rf"\.\./{_shared_dir}\b"),
+    "the specification": re.compile(rf"\b{_spec_word}\b"),
     "a numbered section of an outside document": re.compile("\u00a7" + r"\s*\d"),
     "the design notes' directory": re.compile(r"\bseeds" + "/"),
     "a design note by name": re.compile(
@@ -86,11 +86,11 @@ def test_no_tracked_file_cites_a_document_outside_the_checkout() -> None:
 
 
 @pytest.mark.parametrize("line", [
-    f"see ../{_SHARED}/fixtures/notifications",
-    f"the captures in {_SHARED}/fixtures",
-    f"beside the checkout (../{_SHARED})",
-    f"the verb rule of {_SPEC} \u00a72",
-    f"({_SPEC}.md)",
+    f"see ../{_shared_dir}/fixtures/notifications",
+    f"the captures in {_shared_dir}/fixtures",
+    f"beside the checkout (../{_shared_dir})",
+    f"the verb rule of {_spec_word} \u00a72",
+    f"({_spec_word}.md)",
     "(see reference \u00a79)",
     "the seeds" "/ directory",
     "seed ``openstack-" "apis`` pitfall 7",
