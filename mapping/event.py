@@ -1,4 +1,6 @@
-"""The canonical event (SPEC §2): its JSON Schema, the verb rule, timestamps and ids.
+"""The canonical event: its JSON Schema, the verb rule, timestamps and ids.
+
+Documented for operators in docs/canonical-event.md.
 
 Everything that produces or consumes events (collector, reporting, reconciliation,
 simcloud's truth checks) goes through these functions, so the contract lives in one
@@ -69,7 +71,7 @@ EVENT_SCHEMA: Final[dict[str, Any]] = {
 
 
 def verb(event_type: str) -> Verb:
-    """Classify an event type by the verb rule of SPEC §2.
+    """Classify an event type by the verb rule (docs/canonical-event.md).
 
     A trailing ``.start``/``.end`` is stripped; the last dotted segment then decides:
     ``create`` creates, ``delete`` deletes, anything else updates.

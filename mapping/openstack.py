@@ -1,4 +1,6 @@
-"""The OpenStack notification table (SPEC §5) and the function that applies it.
+"""The OpenStack notification table and the function that applies it.
+
+The table is documented in docs/notification-mapping.md.
 
 ``NOTIFICATION_TABLE`` is the data: one row per oslo event type Tally books, naming
 the Tally event type, the resource type, the state rule, the size builder, where

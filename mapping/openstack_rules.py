@@ -1,10 +1,10 @@
 """The named functions the OpenStack notification table refers to.
 
-State rules, size builders and skip rules of the seed
-``openstack-notification-mapping``: each reads a legacy notification payload and
-never raises.  A value the function cannot read is left out (size members) or
-passed through as reported (states), so the Reporting API can dead-letter the
-event with a reason instead of the collector booking something nobody reported.
+State rules, size builders and skip rules (docs/notification-mapping.md): each
+reads a legacy notification payload and never raises.  A value the function cannot
+read is left out (size members) or passed through as reported (states), so the
+Reporting API can dead-letter the event with a reason instead of the collector
+booking something nobody reported.
 
 The state normalisations are public because reconciliation normalises what the
 APIs report through the very same functions.
@@ -32,7 +32,8 @@ VM_STATE_NORMALIZATION: Final[Mapping[str, str]] = MappingProxyType({
     "stopped": "shutoff",
     "shelved_offloaded": "shelved",
     # A resized server waits for confirm/revert; it is booked active until then
-    # (the seed explains why a server resized while stopped is booked active too).
+    # Nova also reports a server resized while stopped as resized (and keeps it off);
+    # nothing tells the two apart, so it too is booked active until confirm/revert.
     "resized": "active",
 })
 

@@ -1,4 +1,4 @@
-"""The size schemas Tally seeds for OpenStack resource types (SPEC §2).
+"""The size schemas Tally seeds for OpenStack resource types (docs/canonical-event.md).
 
 Every listed member is required and extra members are refused.  The migrations
 register copies of these documents; the copies in the migrations are frozen, these

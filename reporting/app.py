@@ -1,4 +1,7 @@
-"""``create_app(conf)``: the Reporting API's Flask application factory (SPEC §3)."""
+"""``create_app(conf)``: the Reporting API's Flask application factory.
+
+The API is documented in docs/reporting-api.md and docs/reporting-queries.md.
+"""
 
 from __future__ import annotations
 

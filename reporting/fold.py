@@ -1,4 +1,4 @@
-"""The projection as a pure fold (SPEC §3.4).
+"""The projection as a pure fold (docs/reporting-api.md).
 
 A resource's row and its lifecycle are functions of its ordered history and of
 nothing else: events are applied in ``(timestamp, seq)`` order, where ``seq`` is the

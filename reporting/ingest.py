@@ -1,4 +1,4 @@
-"""The one ingest path (SPEC §3.2): validate, dead-letter, dedupe, store, fold.
+"""The one ingest path (docs/reporting-api.md): validate, dead-letter, dedupe, store, fold.
 
 ``POST /v1/events`` and reconciliation's corrections both call ``ingest_events``.
 Every accepted event is inserted with ``INSERT ... ON CONFLICT (event_id) DO

@@ -1,4 +1,4 @@
-"""Prometheus metrics of tally-reporting (SPEC §6).
+"""Prometheus metrics of tally-reporting (docs/reporting-api.md, docs/reconciliation.md).
 
 Under gunicorn every worker is a process: ``tally-reporting`` points
 ``PROMETHEUS_MULTIPROC_DIR`` at a fresh directory before any worker imports

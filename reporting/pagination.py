@@ -1,4 +1,4 @@
-"""Keyset pagination of the Reporting API (SPEC §3.5).
+"""Keyset pagination of the Reporting API (docs/reporting-queries.md).
 
 A list answers ``{"items": [...], "next_marker": "…" | null}``.  The marker is
 opaque to clients: URL-safe base64 (no padding) of a small JSON document holding

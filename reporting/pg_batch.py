@@ -2,7 +2,7 @@
 
 ``json_to_recordset`` turns it back into typed rows server-side, so writing 1000
 rows costs one short statement and one ``orjson.dumps`` instead of thousands of
-bind parameters adapted one by one (the ingest hot path, SPEC §3.2).
+bind parameters adapted one by one (the ingest hot path).
 """
 
 from __future__ import annotations

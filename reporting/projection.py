@@ -1,5 +1,5 @@
 """Fold storage: keeps ``current_resources`` and ``resource_intervals`` equal to the
-fold of each resource's history (SPEC §3.4).
+fold of each resource's history (docs/reporting-api.md).
 
 Called inside the ingest write transaction, after the new events are inserted, with
 the touched resources locked (``lock_resources``).  A resource whose new events all

@@ -1,4 +1,4 @@
-"""``tally-simcloud``: serve the simulated OpenStack world (SPEC §8, §11).
+"""``tally-simcloud``: serve the simulated OpenStack world (docs/simcloud.md).
 
     tally-simcloud serve --seed N --scale N --bind HOST:PORT --write-clouds-yaml PATH
                          [--transport-url URL --loss P --duplicate P --reorder]

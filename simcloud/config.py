@@ -1,4 +1,4 @@
-"""The settings of one simulated world (SPEC §8).
+"""The settings of one simulated world (docs/simcloud.md).
 
 A world is a pure function of its :class:`WorldConfig`: the same seed and scale give
 the same resources, histories, ids and notification message ids.  Only the

@@ -270,7 +270,7 @@ class Demo:
             counts[0] += bool(have and have["live"])
             counts[1] += bool(want and want["live"])
             if want is not None and want.get("in_transition"):
-                # A run defers a resource in transition (seed rule) and its .end
+                # A run defers a resource in transition (docs/reconciliation.md) and its .end
                 # notification comes after the run: no settled truth to compare yet.
                 unsettled.append(f"{key[0]} {key[1]}: tally={_brief(have)} "
                                  f"truth={_brief(want)}")

@@ -19,7 +19,8 @@ MEMBER_ROLE = "member"
 DOMAIN_ID = "default"
 DOMAIN_NAME = "Default"
 
-# The eight GET requests a reconciliation run sends (seed: a credential that only reads).
+# The eight GET requests a reconciliation run sends: a credential that only reads
+# (docs/reconciliation.md).
 READ_ONLY_RULES: tuple[dict[str, str], ...] = (
     {"service": "compute", "method": "GET", "path": "/**/servers/detail"},
     {"service": "compute", "method": "GET", "path": "/**/flavors/detail"},

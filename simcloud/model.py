@@ -127,7 +127,8 @@ class Resource:
         return self.phase_at(t).at
 
 
-# Cinder statuses that mean an operation is in flight (the seed's twelve).
+# Cinder statuses that mean an operation is in flight (the twelve reconciliation
+# defers on, docs/reconciliation.md).
 VOLUME_TRANSITIONS: Final = frozenset({
     "creating", "deleting", "managing", "attaching", "detaching", "reserved",
     "restoring-backup", "backing-up", "downloading", "uploading", "retyping", "extending",
@@ -145,7 +146,8 @@ def in_transition(resource: Resource, phase: Phase) -> bool:
 
 
 def tally_size(resource: Resource, phase: Phase) -> dict[str, Any] | None:
-    """The size as Tally books it (SPEC §2), or None where the platform has none yet."""
+    """The size as Tally books it (docs/canonical-event.md), or None where the platform
+    has none yet."""
     kind = resource.kind
     if kind == INSTANCE:
         flavor = FLAVORS[phase.size]

@@ -2,7 +2,7 @@
 
 nova ``info_from_instance``, cinder ``_usage_from_volume``, neutron's API view of a
 floating IP, glance ``format_image_notification`` and octavia's provider-driver
-load balancer dict (see reference §9 and ``../shared/fixtures/notifications/``).
+load balancer dict (the real captures are in ``tests/fixtures/notifications/``).
 """
 
 from __future__ import annotations

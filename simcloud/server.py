@@ -34,7 +34,8 @@ LOG = logging.getLogger(__name__)
 
 def build_identity(world: World) -> tuple[Identity, AppCredential]:
     """Keystone's accounts: admin (admin project), demo (member of the first project),
-    and a read-only application credential of admin with the seed's access rules."""
+    and a read-only application credential of admin with the access rules
+    docs/reconciliation.md lists."""
     config = world.config
     ns = uuid.UUID(int=config.seed % (1 << 128), version=4)
     admin_project = world.admin_project

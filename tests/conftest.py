@@ -24,23 +24,15 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def _shared_dir() -> Path:
-    # shared/ sits beside the checkout (../shared), in CI as in a session.
-    for candidate in (REPO_ROOT.parent / "shared", REPO_ROOT / "shared"):
-        if candidate.is_dir():
-            return candidate
-    raise RuntimeError("../shared (fixtures and seeds) not found beside the checkout")
-
-
-SHARED_DIR = _shared_dir()
-FIXTURES_DIR = SHARED_DIR / "fixtures"
+# Captured notifications and API samples, with their provenance in INDEX.md there.
+FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"
 
 DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 DEFAULT_RABBIT_URL = "rabbit://guest:guest@127.0.0.1:5672/"
 
 
 def load_fixture(relative: str) -> Any:
-    """A JSON file below ../shared/fixtures, e.g. 'notifications/volume.retype_searchlight.json'."""
+    """A JSON file below tests/fixtures, e.g. 'notifications/volume.retype_searchlight.json'."""
     return json.loads((FIXTURES_DIR / relative).read_text())
 
 

@@ -1,5 +1,5 @@
 """Registered size schemas, seeded with the OpenStack instance, volume, floating IP
-and image schemas of SPEC §2.
+and image schemas of docs/canonical-event.md.
 
 The documents below are frozen copies: a migration must write what it wrote the day
 it shipped, whatever ``mapping/size_schemas.py`` says later (a test compares the two

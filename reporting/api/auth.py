@@ -1,4 +1,4 @@
-"""Authentication and roles of the Reporting API (SPEC §3.1).
+"""Authentication and roles of the Reporting API (docs/reporting-queries.md).
 
 ``token``: bearer tokens from a YAML file ``{token: role}``; ``noauth``: every
 request is admin (demo and tests only, warned about at every start); ``keystone``:

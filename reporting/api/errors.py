@@ -1,4 +1,4 @@
-"""JSON errors: ``{"error": {"code", "message"}}``, never a stack trace (SPEC §3)."""
+"""JSON errors: ``{"error": {"code", "message"}}``, never a stack trace (docs/reporting-api.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``POST /v1/events``: the event sink (SPEC §3.2)."""
+"""``POST /v1/events``: the event sink (docs/reporting-api.md)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def init_app(app: Flask, conf: cfg.ConfigOpts) -> None:
 
 
 def events_of(body: dict[str, Any]) -> list[Any]:
-    """The ``events`` array of a request body, checked as SPEC §3.2 states."""
+    """The ``events`` array of a request body, checked as docs/reporting-api.md states."""
     unknown = sorted(set(body) - {"events"})
     if unknown:
         raise ApiError(400, "bad_request", f"unknown member(s) in the body: {', '.join(unknown)}")

@@ -1,4 +1,4 @@
-"""Health and metrics (SPEC §3.6); open endpoints, no role needed.
+"""Health and metrics (docs/reporting-queries.md); open endpoints, no role needed.
 
 - ``GET /healthz``: the process answers;
 - ``GET /readyz``: the database answers AND its migrations are at head (503

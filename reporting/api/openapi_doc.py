@@ -225,7 +225,7 @@ _READ = {"tags": ["queries"]}
 
 
 def read_paths() -> dict[str, Any]:
-    """The queries, health and metrics (SPEC §3.5, §3.6)."""
+    """The queries, health and metrics (docs/reporting-queries.md)."""
     resource = "/v1/resources/{platform}/{cloud}/{resource_type}/{resource_id}"
     return {
         "/v1/resources": {"get": {

@@ -164,7 +164,7 @@ _TYPE_PARAMS = [path("platform"), path("resource_type")]
 
 
 def write_paths() -> dict[str, Any]:
-    """Ingest, dead letter and resource types (SPEC §3.2, §3.3)."""
+    """Ingest, dead letter and resource types (docs/reporting-api.md)."""
     return {
         "/v1/events": {"post": {
             "tags": ["ingest"], "operationId": "postEvents",
@@ -226,7 +226,7 @@ def write_paths() -> dict[str, Any]:
 
 
 def sync_paths() -> dict[str, Any]:
-    """Reconciliation (SPEC §6)."""
+    """Reconciliation (docs/reconciliation.md)."""
     return {
         "/internal/sync/{cloud}": {"post": {
             "tags": ["reconciliation"], "operationId": "syncCloud",

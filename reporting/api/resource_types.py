@@ -1,4 +1,4 @@
-"""Registered size schemas (SPEC §3.3): list, read, and register or replace one."""
+"""Registered size schemas (docs/reporting-api.md): list, read, and register or replace one."""
 
 from __future__ import annotations
 

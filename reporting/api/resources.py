@@ -1,4 +1,4 @@
-"""Inventory and per-resource queries (SPEC §3.5), role ``read``.
+"""Inventory and per-resource queries (docs/reporting-queries.md), role ``read``.
 
 - ``GET /v1/resources``: the inventory, current or ``as_of`` an instant;
 - ``GET /v1/resources/{platform}/{cloud}/{resource_type}/{resource_id}``: one row;

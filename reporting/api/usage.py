@@ -1,4 +1,4 @@
-"""``GET /v1/usage``: resource-seconds over a period (SPEC §3.5), role ``read``.
+"""``GET /v1/usage``: resource-seconds over a period (docs/reporting-queries.md), role ``read``.
 
 Parameters: ``from`` and ``to`` (required, RFC 3339, ``from < to``), ``cloud``,
 ``project_id``, ``group_by`` (``resource`` default, ``project``, ``resource_type``),

@@ -1,1 +1,1 @@
-"""``tally``: the operator CLI, a client of the Reporting API over HTTP (SPEC §10)."""
+"""``tally``: the operator CLI, a client of the Reporting API over HTTP (docs/cli.md)."""

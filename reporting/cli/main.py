@@ -1,4 +1,4 @@
-"""``tally [--url U] [--token-file F] [--format table|json] COMMAND ...`` (SPEC §10).
+"""``tally [--url U] [--token-file F] [--format table|json] COMMAND ...`` (docs/cli.md).
 
 Exit codes: 0 success, 1 an API error or no answer (or a replay left rows
 rejected/not found), 2 a usage or configuration error.

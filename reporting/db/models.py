@@ -46,7 +46,7 @@ class Base(DeclarativeBase):
 
 
 class Event(Base):
-    """One stored canonical event.  ``seq`` is the receipt order (SPEC §3.4)."""
+    """One stored canonical event.  ``seq`` is the receipt order (docs/reporting-api.md)."""
 
     __tablename__ = "events"
 
@@ -74,7 +74,7 @@ class Event(Base):
 
 
 class CurrentResource(Base):
-    """The projection: the fold of one resource's whole history (SPEC §3.4)."""
+    """The projection: the fold of one resource's whole history (docs/reporting-api.md)."""
 
     __tablename__ = "current_resources"
 
@@ -132,7 +132,7 @@ class ResourceInterval(Base):
 
 
 class RejectedEvent(Base):
-    """The dead letter: an item that failed the event or size schema (SPEC §3.2)."""
+    """The dead letter: an item that failed the event or size schema (docs/reporting-api.md)."""
 
     __tablename__ = "rejected_events"
 
@@ -149,7 +149,7 @@ class RejectedEvent(Base):
 
 
 class ResourceType(Base):
-    """A registered size schema per (platform, resource_type) (SPEC §3.3)."""
+    """A registered size schema per (platform, resource_type) (docs/reporting-api.md)."""
 
     __tablename__ = "resource_types"
 
@@ -173,7 +173,7 @@ class SizeName(Base):
 
 
 class SyncRun(Base):
-    """One reconciliation run of one cloud (SPEC §6)."""
+    """One reconciliation run of one cloud (docs/reconciliation.md)."""
 
     __tablename__ = "sync_runs"
 

@@ -1,1 +1,1 @@
-"""The OpenStack adapter of the reconciliation framework (SPEC §7)."""
+"""The OpenStack adapter of the reconciliation framework (docs/reconciliation.md)."""

@@ -2,9 +2,11 @@
 
 Every request runs inside the run's budget: its timeout is what is left of it, and
 a request the budget does not cover is not sent.  Each service paginates its own
-way (seed ``openstack-apis`` pitfall 7); we only ever take the ``marker`` out of a
-next link and rebuild the request on our own endpoint, so a link's host, a dropped
-filter (octavia) or a relative ``/v2`` path (glance) cannot mislead us.
+way (nova and cinder link every full page, neutron returns everything without a
+``limit``, octavia's links drop filters, glance's ``next`` is a relative path); we
+only ever take the ``marker`` out of a next link and rebuild the request on our own
+endpoint, so a link's host, a dropped filter (octavia) or a relative ``/v2`` path
+(glance) cannot mislead us.
 """
 
 from __future__ import annotations

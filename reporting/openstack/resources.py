@@ -23,7 +23,8 @@ from mapping.openstack_rules import (
 )
 from reporting.sync.observation import ObservedResource, ReportedDeletion
 
-# Cinder statuses of an operation in flight (the seed's twelve); the other ten rest.
+# Cinder statuses of an operation in flight (docs/reconciliation.md, The listings);
+# the other ten rest.
 VOLUME_TRANSITIONS: Final = frozenset({
     "creating", "deleting", "managing", "attaching", "detaching", "reserved",
     "restoring-backup", "backing-up", "downloading", "uploading", "retyping", "extending",

@@ -1,4 +1,4 @@
-"""Inventory, one resource, its history and its lifecycle (SPEC §3.5).
+"""Inventory, one resource, its history and its lifecycle (docs/reporting-queries.md).
 
 Every list is keyset-paginated on a key an index already orders:
 - the current inventory on the primary key of ``current_resources``;

@@ -1,4 +1,4 @@
-"""Resource-seconds over a period (SPEC §3.5 ``GET /v1/usage``).
+"""Resource-seconds over a period (``GET /v1/usage``, docs/reporting-queries.md).
 
 The arithmetic, as pure functions: every lifecycle interval ``[start, end)`` overlapping the
 period ``[from, to)`` contributes the length of its overlap, split by the state

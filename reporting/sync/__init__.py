@@ -1,1 +1,4 @@
-"""Reconciliation: the periodic sync that books what notifications missed (SPEC §6)."""
+"""Reconciliation: the periodic sync that books what notifications missed.
+
+Documented in docs/reconciliation.md.
+"""

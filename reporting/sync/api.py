@@ -1,4 +1,4 @@
-"""``POST /internal/sync/{cloud}`` and ``GET /v1/sync-runs`` (SPEC §6).
+"""``POST /internal/sync/{cloud}`` and ``GET /v1/sync-runs`` (docs/reconciliation.md).
 
 The sync is synchronous: the caller learns the outcome from the response.  200
 with the run's summary; 404 for a cloud the clouds file does not name; 409 while

@@ -1,7 +1,7 @@
 """The diff of one run: an observation against the projection, as corrections.
 
 Pure: the runner reads the rows and books what this returns.  The rules are those
-of the seeds' "what a run defers" and "the instants a missed delete is booked at":
+of docs/reconciliation.md, "What a run defers" and "How a delete was dated":
 
 | correction | transitional | recent (settle window) | dated at |
 |---|---|---|---|

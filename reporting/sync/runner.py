@@ -1,4 +1,4 @@
-"""One sync run of one cloud, start to finish (SPEC §6).
+"""One sync run of one cloud, start to finish (docs/reconciliation.md).
 
 lock -> sync_runs row -> deletion window -> adapter observes the cloud -> read the
 projection -> plan -> book the corrections through the ordinary ingest path ->

@@ -2,7 +2,7 @@
 
 Published two ways on every default exchange: by oslo's Notifier with a real
 RequestContext (as the services publish), and as raw messagingv2 envelopes built
-from the captures in shared/fixtures (the bytes nova and cinder put on the bus).
+from the captures in tests/fixtures (the bytes nova and cinder put on the bus).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""auth_strategy=token and noauth (SPEC §3.1), through the HTTP surface."""
+"""auth_strategy=token and noauth (docs/reporting-queries.md), through the HTTP surface."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""/healthz, /readyz and /metrics (SPEC §3.6) on SQLite and PostgreSQL."""
+"""/healthz, /readyz and /metrics (docs/reporting-queries.md) on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""HTTP contract of POST /v1/events (SPEC §3.2), on SQLite and PostgreSQL."""
+"""HTTP contract of POST /v1/events (docs/reporting-api.md), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

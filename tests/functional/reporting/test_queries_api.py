@@ -1,4 +1,4 @@
-"""HTTP contract tests of the read side (SPEC §3.5) on SQLite and PostgreSQL.
+"""HTTP contract tests of the read side (docs/reporting-queries.md) on SQLite and PostgreSQL.
 
 The seeded history (query_fixtures.seeded_history) holds several clouds,
 projects, types and states, so a dropped filter or a wrong clip shows.

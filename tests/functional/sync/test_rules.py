@@ -1,4 +1,4 @@
-"""The seeds' rules, one test each, against tally-simcloud and PostgreSQL.
+"""The rules of docs/reconciliation.md, one test each, against tally-simcloud and PostgreSQL.
 
 No collector runs here: every difference the sync finds is one it must book (or
 defer), so the truth of the simulated cloud says exactly what each run owes.

@@ -1,4 +1,7 @@
-"""Delivery to the Reporting API, against requests-mock answering the SPEC §3.2 contract."""
+"""Delivery to the Reporting API, against requests-mock answering the ingest contract.
+
+The contract is the one docs/reporting-api.md states.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The canonical event contract of SPEC §2 (mapping/event.py)."""
+"""The canonical event contract of docs/canonical-event.md (mapping/event.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The pure fold of SPEC §3.4 (reporting/fold.py)."""
+"""The pure fold (reporting/fold.py, docs/reporting-api.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every captured notification in ../shared/fixtures/notifications, mapped.
+"""Every captured notification in tests/fixtures/notifications, mapped.
 
 Each expected canonical event is written out in full: a change to the table or to
 a rule shows up here as a diff against what a real OpenStack sent.

@@ -1,4 +1,7 @@
-"""The OpenStack notification table: every row, rule and fallback of the seed."""
+"""The OpenStack notification table: every row, rule and fallback.
+
+As docs/notification-mapping.md describes them.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Prometheus alert rules: the four SPEC §10 alerts, each with its runbook, and
+"""The Prometheus alert rules: the four alerts of docs/deployment.md, each with its runbook, and
 only metric and label names the code defines."""
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import pytest
 from tests.unit.ops import catalogue
 
 DOCS = [catalogue.REPO_ROOT / "docs" / "deployment.md",
+        catalogue.REPO_ROOT / "docs" / "canonical-event.md",
         *sorted((catalogue.REPO_ROOT / "docs" / "runbooks").glob("*.md"))]
 _OPTION = re.compile(r"\[([a-z_]+)\] ([a-z_]+)")
 _ENDPOINT = re.compile(r"\b(GET|POST|PUT) (/[\w/{}<>.-]*)")

@@ -1,5 +1,5 @@
 """The Kubernetes manifests: a consistent kustomize tree, valid objects, and the
-behaviour SPEC §1/§6 and the reconciliation seeds ask of them."""
+behaviour docs/deployment.md and docs/reconciliation.md describe."""
 
 from __future__ import annotations
 
@@ -265,8 +265,8 @@ def test_reporting_migrates_the_database_first() -> None:
 
 
 def test_worker_timeout_covers_a_sync_run() -> None:
-    # The sync route is held open for [sync] budget_s + 15 s (seed); gunicorn must
-    # not kill the worker first.
+    # The sync route is held open for up to [sync] budget_s + 15 s (docs/deployment.md,
+    # Timeouts); gunicorn must not kill the worker first.
     _deployment, spec, container = _reporting()
     timeout = _effective_value(container, spec, "api", "timeout")
     budget = _effective_value(container, spec, "sync", "budget_s")

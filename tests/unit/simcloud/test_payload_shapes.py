@@ -1,4 +1,4 @@
-"""Published payloads carry the members of the real captures in ../shared/fixtures."""
+"""Published payloads carry the members of the real captures in tests/fixtures."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A fake OpenStack at the transport: keystoneauth's token fixture + requests-mock.
 
-Every API answers with the real upstream samples in ../shared/fixtures/api.
+Every API answers with the real upstream samples in tests/fixtures/api.
 """
 
 from __future__ import annotations
