@@ -141,7 +141,7 @@ def init_app(app: Flask, conf: cfg.ConfigOpts) -> None:
 def current_caller() -> Caller | None:
     """The caller of this request, None when unauthenticated."""
     if "tally_caller" in g:
-        return g.tally_caller  # type: ignore[no-any-return]
+        return g.tally_caller
     strategy = current_app.config["TALLY_AUTH_STRATEGY"]
     caller: Caller | None
     if strategy == "noauth":

@@ -103,7 +103,7 @@ def _middleware_class() -> type:
     class KeystoneUnavailable(Exception):
         pass
 
-    class AuthProtocol(auth_token.AuthProtocol):  # type: ignore[misc]
+    class AuthProtocol(auth_token.AuthProtocol):
         def fetch_token(self, token: str, **kwargs: Any) -> Any:
             try:
                 return super().fetch_token(token, **kwargs)
@@ -160,5 +160,7 @@ def caller_from_environ(environ: Mapping[str, Any]) -> Caller | None:
     if environ.get("HTTP_X_IDENTITY_STATUS") != "Confirmed":
         return None
     roles = [name for name in str(environ.get("HTTP_X_ROLES", "")).split(",") if name.strip()]
-    project = str(environ.get("HTTP_X_PROJECT_ID", "")).strip() or None
+    # auth_token sets the header to None (not absent) for a domain or system scope.
+    project_id = environ.get("HTTP_X_PROJECT_ID")
+    project = project_id.strip() or None if isinstance(project_id, str) else None
     return Caller(tally_role(roles, current_app.config[ROLE_MAP_KEY]), project)
