@@ -27,6 +27,7 @@ class CloudConfigError(KeystoneError):
 class KeystoneAccess:
     token: str
     endpoint: str | None  # None when the caller gave a URL
+    verify: bool | str  # the cloud's TLS setting: verify or not, or a CA bundle path
 
 
 def access(cloud: str, *, want_endpoint: bool, timeout: float) -> KeystoneAccess:
@@ -67,4 +68,4 @@ def access(cloud: str, *, want_endpoint: bool, timeout: float) -> KeystoneAccess
         raise KeystoneError(f"cloud {cloud}: keystone: {exc}") from None
     if not token:
         raise KeystoneError(f"cloud {cloud}: keystone gave no token")
-    return KeystoneAccess(token, endpoint)
+    return KeystoneAccess(token, endpoint, session.verify)

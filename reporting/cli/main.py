@@ -188,8 +188,10 @@ def _client(args: argparse.Namespace) -> ApiClient:
         raise UsageError(str(exc)) from None
     except keystone.KeystoneError as exc:
         raise Unreachable(str(exc)) from None
-    return ApiClient(url or str(found.endpoint), None, args.timeout,
-                     keystone_token=found.token)
+    client = ApiClient(url or str(found.endpoint), None, args.timeout,
+                       keystone_token=found.token)
+    client.session.verify = found.verify
+    return client
 
 
 def _print(output: commands.Output, fmt: str) -> None:
