@@ -68,4 +68,5 @@ def access(cloud: str, *, want_endpoint: bool, timeout: float) -> KeystoneAccess
         raise KeystoneError(f"cloud {cloud}: keystone: {exc}") from None
     if not token:
         raise KeystoneError(f"cloud {cloud}: keystone gave no token")
-    return KeystoneAccess(token, endpoint, session.verify)
+    verify = session.verify
+    return KeystoneAccess(token, endpoint, True if verify is None else verify)
