@@ -52,6 +52,13 @@ def _ask(command: Callable[[ApiClient, argparse.Namespace], commands.Output],
         raise exceptions.CommandError(str(exc)) from None
 
 
+def _paged(parser: argparse.ArgumentParser, what: str) -> None:
+    """--limit, and every page of the list read at the API's largest page size."""
+    parser.add_argument("--limit", type=int, metavar="<n>",
+                        help=f"at most this many {what} (default: all)")
+    parser.set_defaults(page_size=MAX_PAGE)
+
+
 def _resource_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cloud", metavar="<cloud>", help="the cloud's name in Tally")
     parser.add_argument("resource_type", metavar="<type>", help="e.g. instance, volume")
@@ -84,12 +91,10 @@ class ListResource(_TallyCommand, Lister):
                           help="live and deleted")
         parser.add_argument("--as-of", metavar="<time>",
                             help="what was live at this instant (RFC 3339)")
-        parser.add_argument("--limit", type=int, metavar="<n>",
-                            help="at most this many (default: all)")
+        _paged(parser, "resources")
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        parsed_args.page_size = MAX_PAGE
         output = _ask(commands.inventory, self.client(), parsed_args)
         return _rows(output.json, RESOURCE_LIST_FIELDS)
 
@@ -136,12 +141,10 @@ class ShowUsage(_TallyCommand, Lister):
                             default="resource")
         parser.add_argument("--breakdown", action="store_true",
                             help="one row per state and size")
-        parser.add_argument("--limit", type=int, metavar="<n>",
-                            help="at most this many groups (default: all)")
+        _paged(parser, "groups")
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
-        parsed_args.page_size = MAX_PAGE
         output = _ask(commands.usage, self.client(), parsed_args)
         keys = commands.USAGE_KEYS[parsed_args.group_by]
         if parsed_args.breakdown:
