@@ -13,8 +13,8 @@ Keystone roles become Tally roles through ``[api] keystone_role_map``; a token
 mapped to ``project_reader`` reads only the project it is scoped to.
 
 When keystone cannot be reached the middleware (in delay mode) would mark the token
-invalid and the views answer 401; Tally answers 503 instead, with a JSON error, and
-bounds the wait: ``[keystone_authtoken] http_connect_timeout`` defaults to
+invalid and the views answer 401; Tally answers 503 instead, with a JSON error (also
+when keystone refuses to let the service user validate tokens), and bounds the wait: ``[keystone_authtoken] http_connect_timeout`` defaults to
 ``KEYSTONE_TIMEOUT_S`` here (keystonemiddleware's own default waits forever) and
 ``http_request_max_retries`` to 1.
 """
@@ -87,7 +87,8 @@ def _bound_keystone_waits(conf: cfg.ConfigOpts) -> None:
 def _unavailable_body(reason: str) -> bytes:
     return json.dumps({"error": {
         "code": "keystone_unavailable",
-        "message": f"cannot validate the token: keystone is unavailable ({reason})",
+        "message": f"cannot validate the token: keystone is unavailable or refuses "
+                   f"the service user ({reason})",
     }}).encode()
 
 
@@ -110,8 +111,9 @@ def _middleware_class() -> type:
             except auth_token.InvalidToken as exc:
                 # In delay mode the middleware turns "keystone unreachable" into
                 # InvalidToken, raised while handling the original failure.
-                if isinstance(exc.__context__, unreachable):
-                    raise KeystoneUnavailable(type(exc.__context__).__name__) from exc
+                cause = exc.__context__
+                if isinstance(cause, unreachable):
+                    raise KeystoneUnavailable(f"{type(cause).__name__}: {cause}") from exc
                 raise
 
         def process_request(self, request: Any) -> Any:

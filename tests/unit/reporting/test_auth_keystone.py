@@ -71,6 +71,7 @@ class FakeKeystone:
 
     def __init__(self, mocker: requests_mock.Mocker) -> None:
         self.tokens: dict[str, dict[str, Any]] = {}
+        self.mocker = mocker
         discovery = ks_fixture.DiscoveryList(href=KEYSTONE, v2=False)
         mocker.get(KEYSTONE, json=discovery)
         mocker.get(AUTH_URL, json={"version": ks_fixture.V3Discovery(AUTH_URL)})
@@ -313,5 +314,22 @@ def test_keystone_waits_are_bounded_by_default(
     app = create_app(conf)
     try:
         assert conf.keystone_authtoken.http_connect_timeout == 2  # the file still wins
+    finally:
+        app.extensions[ENGINE_KEY].dispose()
+
+
+def test_service_user_refused_by_keystone_is_503(
+    keystone: FakeKeystone, keystone_conf: Callable[..., cfg.ConfigOpts]
+) -> None:
+    # The service user's own login fails (a wrong [keystone_authtoken] password).
+    keystone.mocker.post(AUTH_URL + "/auth/tokens", status_code=401,
+                         json={"error": {"code": 401, "message": "bad password"}})
+    app = create_app(keystone_conf())
+    try:
+        response = app.test_client().get(
+            "/v1/resources", headers={"X-Auth-Token": keystone.issue(["member"])})
+        assert response.status_code == 503
+        message = response.get_json()["error"]["message"]
+        assert "ServiceError" in message and "rejected authorization" in message
     finally:
         app.extensions[ENGINE_KEY].dispose()
