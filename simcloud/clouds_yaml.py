@@ -13,6 +13,7 @@ from simcloud.identity import DOMAIN_NAME, AppCredential, Identity
 ADMIN_ENTRY = "sim-admin"
 MEMBER_ENTRY = "sim-member"
 READONLY_ENTRY = "sim-admin-readonly"
+SERVICE_ENTRY = "sim-tally-service"
 
 
 def entries(base_url: str, identity: Identity, reader: AppCredential) -> dict[str, Any]:
@@ -33,6 +34,7 @@ def entries(base_url: str, identity: Identity, reader: AppCredential) -> dict[st
     return {"clouds": {
         ADMIN_ENTRY: password_entry("admin"),
         MEMBER_ENTRY: password_entry("demo"),
+        SERVICE_ENTRY: password_entry("tally"),
         READONLY_ENTRY: {
             "auth_type": "v3applicationcredential",
             "auth": {"auth_url": auth_url, "application_credential_id": reader.id,

@@ -2,6 +2,7 @@
 
     tally-simcloud serve --seed N --scale N --bind HOST:PORT --write-clouds-yaml PATH
                          [--transport-url URL --loss P --duplicate P --reorder]
+                         [--tally-url URL --token-ttl S]
     tally-simcloud drive --sim-url URL [--reporting-url URL --cloud NAME --token-file F]
                          [--step-s 600 --until T]
 """
@@ -64,7 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--bind", type=_bind, default=("127.0.0.1", 0),
                        help="HOST:PORT to listen on (port 0: a free one)")
     serve.add_argument("--write-clouds-yaml", metavar="PATH",
-                       help="write sim-admin, sim-member and sim-admin-readonly here")
+                       help="write sim-admin, sim-member, sim-admin-readonly and sim-tally-service here")
+    serve.add_argument("--tally-url", metavar="URL",
+                       help="list this Reporting API in keystone's catalog "
+                       "(service type usage-history)")
+    serve.add_argument("--token-ttl", type=float, default=3600.0, metavar="S",
+                       help="seconds a keystone token lives (default 3600)")
     serve.add_argument("--transport-url", help="oslo.messaging URL to publish notifications to")
     serve.add_argument("--loss", type=_probability, default=0.0)
     serve.add_argument("--duplicate", type=_probability, default=0.0)
@@ -139,7 +145,8 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     host, port = args.bind
     try:
-        server = SimCloudServer(config, host=host, port=port)
+        server = SimCloudServer(config, host=host, port=port, tally_url=args.tally_url)
+        server.identity.token_ttl = dt.timedelta(seconds=args.token_ttl)
     except Exception as exc:  # a transport URL oslo refuses, ...
         print(f"tally-simcloud: cannot build the world: {exc}", file=sys.stderr)
         return 1
@@ -150,7 +157,8 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     if args.write_clouds_yaml:
         path = server.write_clouds_yaml(args.write_clouds_yaml)
-        LOG.info("wrote %s (entries sim-admin, sim-member, sim-admin-readonly)", path)
+        LOG.info("wrote %s (entries sim-admin, sim-member, sim-admin-readonly, "
+                 "sim-tally-service)", path)
     LOG.info("serving %s; clock at %s", server.base_url, server.world.clock_document()["at"])
     try:
         server.serve_forever()

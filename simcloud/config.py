@@ -66,6 +66,7 @@ class WorldConfig:
     authtoken_service_types: dict[str, str] = dataclasses.field(default_factory=dict)
     admin_password: str = "simcloud-admin"  # noqa: S105 - a simulated cloud's account
     member_password: str = "simcloud-member"  # noqa: S105
+    service_password: str = "simcloud-service"  # noqa: S105
 
     def __post_init__(self) -> None:
         if self.scale < 0:

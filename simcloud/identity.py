@@ -8,6 +8,7 @@ does in front of each API (``*`` one path segment, ``**`` across ``/``).
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import re
 import secrets
 import threading
@@ -16,6 +17,12 @@ from typing import Any
 
 ADMIN_ROLE = "admin"
 MEMBER_ROLE = "member"
+# Keystone's default policy lets a token holding one of these validate other tokens
+# (``identity:validate_token``: service or admin), as keystonemiddleware does.
+SERVICE_ROLE = "service"
+VALIDATOR_ROLES = frozenset({ADMIN_ROLE, SERVICE_ROLE})
+# keystone's [token] expiration default: one hour.
+DEFAULT_TOKEN_TTL = dt.timedelta(hours=1)
 DOMAIN_ID = "default"
 DOMAIN_NAME = "Default"
 
@@ -59,6 +66,13 @@ class Token:
     user: User
     roles: tuple[str, ...]
     app_credential: AppCredential | None
+    issued_at: dt.datetime
+    expires_at: dt.datetime
+    audit_id: str  # names the token in logs without revealing it
+
+    @property
+    def can_validate(self) -> bool:
+        return bool(VALIDATOR_ROLES.intersection(self.roles))
 
     @property
     def is_admin(self) -> bool:
@@ -74,9 +88,16 @@ class AuthError(Exception):
 
 
 class Identity:
-    def __init__(self) -> None:
+    """Users, application credentials and the tokens issued, in memory.
+
+    A token lives ``token_ttl`` (keystone's ``[token] expiration``) and can be revoked;
+    an expired or revoked token no longer validates.
+    """
+
+    def __init__(self, token_ttl: dt.timedelta = DEFAULT_TOKEN_TTL) -> None:
         self.users: dict[str, User] = {}
         self.app_credentials: dict[str, AppCredential] = {}
+        self.token_ttl = token_ttl
         self._tokens: dict[str, Token] = {}
         self._lock = threading.Lock()
 
@@ -145,15 +166,33 @@ class Identity:
         return self._issue(cred.user, cred.roles, cred)
 
     def _issue(self, user: User, roles: tuple[str, ...], cred: AppCredential | None) -> Token:
-        token = Token(secrets.token_hex(32), user, roles, cred)
+        # Keystone's instants have whole microseconds at most; keep them to the second
+        # so the rendered expires_at is exactly the one enforced.
+        now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+        token = Token(secrets.token_hex(32), user, roles, cred, now, now + self.token_ttl,
+                      secrets.token_urlsafe(16))
         with self._lock:
             self._tokens[token.value] = token
         return token
 
+    def issue_for(self, user_name: str) -> Token:
+        """A token of ``user_name`` scoped to its project, without a password (tests)."""
+        user = self.users[user_name]
+        return self._issue(user, user.roles, None)
+
     def validate(self, value: str | None) -> Token | None:
+        """The token, or None when unknown, revoked or expired."""
         if not value:
             return None
-        return self._tokens.get(value)
+        token = self._tokens.get(value)
+        if token is None or token.expires_at <= dt.datetime.now(dt.UTC):
+            return None
+        return token
+
+    def revoke(self, value: str) -> bool:
+        """Revoke a token (``DELETE /v3/auth/tokens``); False if it was not valid."""
+        with self._lock:
+            return self._tokens.pop(value, None) is not None
 
 
 @lru_cache(maxsize=256)

@@ -18,11 +18,13 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from simcloud import clouds_yaml
 from simcloud.api import create_app
+from simcloud.api.keystone import TALLY_URL_KEY
 from simcloud.config import WorldConfig
 from simcloud.identity import (
     ADMIN_ROLE,
     MEMBER_ROLE,
     READ_ONLY_RULES,
+    SERVICE_ROLE,
     AppCredential,
     Identity,
     User,
@@ -32,10 +34,15 @@ from simcloud.world import World
 LOG = logging.getLogger(__name__)
 
 
+SERVICE_PROJECT = "service"
+TALLY_SERVICE_USER = "tally"
+
+
 def build_identity(world: World) -> tuple[Identity, AppCredential]:
     """Keystone's accounts: admin (admin project), demo (member of the first project),
-    and a read-only application credential of admin with the access rules
-    docs/reconciliation.md lists."""
+    tally (the Reporting API's service user: role service in project service, what
+    keystonemiddleware's ``[keystone_authtoken]`` logs in with), and a read-only
+    application credential of admin with the access rules docs/reconciliation.md lists."""
     config = world.config
     ns = uuid.UUID(int=config.seed % (1 << 128), version=4)
     admin_project = world.admin_project
@@ -45,6 +52,9 @@ def build_identity(world: World) -> tuple[Identity, AppCredential]:
                         admin_project.id, admin_project.name, (ADMIN_ROLE, MEMBER_ROLE, "reader")))
     ident.add_user(User(uuid.uuid5(ns, "demo").hex, "demo", config.member_password,
                         member_project.id, member_project.name, (MEMBER_ROLE, "reader")))
+    ident.add_user(User(uuid.uuid5(ns, TALLY_SERVICE_USER).hex, TALLY_SERVICE_USER,
+                        config.service_password, uuid.uuid5(ns, SERVICE_PROJECT).hex,
+                        SERVICE_PROJECT, (SERVICE_ROLE,)))
     reader = ident.add_application_credential("admin", "tally-reader",
                                               access_rules=list(READ_ONLY_RULES))
     return ident, reader
@@ -61,15 +71,27 @@ class SimCloudServer:
     """The simulated cloud's HTTP APIs on a loopback port, served from a thread."""
 
     def __init__(self, config: WorldConfig, *, world: World | None = None,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+                 host: str = "127.0.0.1", port: int = 0, tally_url: str | None = None) -> None:
         self.config = config
         self.world = world if world is not None else World(config)
         self.identity, self.reader_credential = build_identity(self.world)
         self.app = create_app(self.world, self.identity)
+        self.tally_url = tally_url
         self._host = host
         self._port = port
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
+
+    @property
+    def tally_url(self) -> str | None:
+        """The Reporting API's URL in the catalog (service type usage-history), if any."""
+        url: str | None = self.app.config.get(TALLY_URL_KEY)
+        return url
+
+    @tally_url.setter
+    def tally_url(self, url: str | None) -> None:
+        # Settable while serving: a test starts keystone first, then the API it names.
+        self.app.config[TALLY_URL_KEY] = url
 
     @property
     def base_url(self) -> str:
@@ -117,7 +139,8 @@ class SimCloudServer:
         self.world.close()
 
     def write_clouds_yaml(self, path: str | Path) -> Path:
-        """Write ``sim-admin``, ``sim-member`` and ``sim-admin-readonly`` to ``path``."""
+        """Write ``sim-admin``, ``sim-member``, ``sim-admin-readonly`` and ``sim-tally-service``
+        to ``path``."""
         return clouds_yaml.write(Path(path), self.base_url, self.identity,
                                  self.reader_credential)
 

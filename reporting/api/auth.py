@@ -1,15 +1,19 @@
 """Authentication and roles of the Reporting API (docs/reporting-queries.md).
 
-``token``: bearer tokens from a YAML file ``{token: role}``; ``noauth``: every
-request is admin (demo and tests only, warned about at every start); ``keystone``:
-keystonemiddleware's auth_token in front, its roles mapped to Tally's.
+``token``: bearer tokens from a YAML file ``{token: role}`` (or ``{token: {role:
+project_reader, project_id: P}}``); ``noauth``: every request is admin (demo and
+tests only, warned about at every start); ``keystone``: keystonemiddleware's
+auth_token in front, its roles mapped to Tally's and its project scope kept.
 
-Roles: ``ingest`` (POST /v1/events), ``read`` (queries), ``admin`` (everything,
-including resource types, dead-letter replay and /internal/sync).
+Roles: ``ingest`` (POST /v1/events), ``read`` (queries, every project),
+``project_reader`` (the project-scoped queries, one project: see
+``reporting.api.project_scope``), ``admin`` (everything, including resource types,
+dead-letter replay and /internal/sync).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hmac
 import logging
@@ -25,7 +29,9 @@ from reporting.api.errors import ApiError
 
 LOG = logging.getLogger(__name__)
 
-ROLES = ("ingest", "read", "admin")
+ROLES = ("ingest", "read", "admin", "project_reader")
+# Reads the project-scoped queries of the one project its credentials name.
+PROJECT_READER = "project_reader"
 
 api_auth_opts: list[cfg.Opt] = [
     cfg.StrOpt(
@@ -40,7 +46,8 @@ api_auth_opts: list[cfg.Opt] = [
     ),
     cfg.StrOpt(
         "tokens_file",
-        help="YAML file mapping bearer tokens to roles ({token: ingest|read|admin}); "
+        help="YAML file mapping bearer tokens to roles ({token: ingest|read|admin}, or "
+        "{token: {role: project_reader, project_id: P}} for one project's reader); "
         "required with auth_strategy=token.",
     ),
 ]
@@ -52,8 +59,41 @@ class AuthConfigError(ValueError):
     """The auth configuration cannot work; the service refuses to start."""
 
 
-def load_tokens(path: str | None) -> dict[str, str]:
-    """Read and check the tokens file: every key a non-empty string, every value a role."""
+@dataclasses.dataclass(frozen=True)
+class Caller:
+    """Who sent the request: a Tally role ("" when none maps) and, for a keystone
+    token scoped to a project or a project_reader bearer token, that project."""
+
+    role: str
+    project_id: str | None = None
+
+
+def _caller_of(path: str, token_value: object) -> Caller:
+    """A tokens-file value: a role name, or ``{role: project_reader, project_id: P}``."""
+    if isinstance(token_value, dict):
+        role, project = token_value.get("role"), token_value.get("project_id")
+        if role != PROJECT_READER or set(token_value) != {"role", "project_id"} \
+                or not isinstance(project, str) or not project.strip():
+            raise AuthConfigError(
+                f"[api] tokens_file {path}: a mapping value must be exactly "
+                "{role: project_reader, project_id: <non-empty project id>}"
+            )
+        return Caller(PROJECT_READER, project)
+    if token_value == PROJECT_READER:
+        raise AuthConfigError(
+            f"[api] tokens_file {path}: role project_reader needs a project: "
+            "{role: project_reader, project_id: P}"
+        )
+    if token_value not in ROLES:
+        raise AuthConfigError(
+            f"[api] tokens_file {path}: role {token_value!r} is not one of {', '.join(ROLES)}"
+        )
+    return Caller(str(token_value))
+
+
+def load_tokens(path: str | None) -> dict[str, Caller]:
+    """Read and check the tokens file: every key a non-empty string, every value a role
+    (or a project reader's ``{role, project_id}``)."""
     if not path:
         raise AuthConfigError("[api] tokens_file is required with auth_strategy=token")
     try:
@@ -64,27 +104,23 @@ def load_tokens(path: str | None) -> dict[str, str]:
         raise AuthConfigError(f"[api] tokens_file {path} is not valid YAML: {exc}") from None
     if not isinstance(document, dict) or not document:
         raise AuthConfigError(f"[api] tokens_file {path} must map tokens to roles")
-    tokens: dict[str, str] = {}
-    for token, role in document.items():
+    tokens: dict[str, Caller] = {}
+    for token, value in document.items():
         if not isinstance(token, str) or not token.strip():
             raise AuthConfigError(f"[api] tokens_file {path}: a token is not a non-empty string")
-        if role not in ROLES:
-            raise AuthConfigError(
-                f"[api] tokens_file {path}: role {role!r} is not one of {', '.join(ROLES)}"
-            )
-        tokens[token] = role
+        tokens[token] = _caller_of(path, value)
     return tokens
 
 
-def _role_from_token(tokens: dict[str, str]) -> str | None:
+def _caller_from_token(tokens: dict[str, Caller]) -> Caller | None:
     header = request.headers.get("Authorization", "")
     scheme, _, presented = header.partition(" ")
     if scheme.lower() != "bearer" or not presented:
         return None
     presented = presented.strip()
-    for token, role in tokens.items():
+    for token, caller in tokens.items():
         if hmac.compare_digest(token.encode(), presented.encode()):
-            return role
+            return caller
     return None
 
 
@@ -102,36 +138,49 @@ def init_app(app: Flask, conf: cfg.ConfigOpts) -> None:
         keystone_auth.init_app(app, conf)
 
 
-def current_role() -> str | None:
-    """The caller's role for this request, None when unauthenticated."""
-    if "tally_role" in g:
-        return g.tally_role
+def current_caller() -> Caller | None:
+    """The caller of this request, None when unauthenticated."""
+    if "tally_caller" in g:
+        return g.tally_caller
     strategy = current_app.config["TALLY_AUTH_STRATEGY"]
-    role: str | None
+    caller: Caller | None
     if strategy == "noauth":
-        role = "admin"
+        caller = Caller("admin")
     elif strategy == "token":
-        role = _role_from_token(current_app.config["TALLY_TOKENS"])
+        caller = _caller_from_token(current_app.config["TALLY_TOKENS"])
     else:
         from reporting.api import keystone_auth
 
-        role = keystone_auth.role_from_environ(request.environ)
-    g.tally_role = role
-    return role
+        caller = keystone_auth.caller_from_environ(request.environ)
+    g.tally_caller = caller
+    return caller
+
+
+def current_role() -> str | None:
+    """The caller's role for this request, None when unauthenticated."""
+    caller = current_caller()
+    return caller.role if caller is not None else None
+
+
+def authenticated_caller() -> Caller:
+    """The caller; 401 without valid credentials."""
+    caller = current_caller()
+    if caller is None:
+        raise ApiError(401, "unauthorized", "missing or invalid credentials")
+    return caller
 
 
 def check_role(required: str) -> None:
     """401 without valid credentials, 403 with a role that does not grant ``required``."""
-    role = current_role()
-    if role is None:
-        raise ApiError(401, "unauthorized", "missing or invalid credentials")
+    role = authenticated_caller().role
     if role != required and role != "admin":
         raise ApiError(403, "forbidden", f"this request needs the {required} role")
 
 
 def require_role(required: str) -> Callable[[F], F]:
     """Decorator for a view that needs ``required`` (admin is granted everything)."""
-    if required not in ROLES:
+    if required not in ROLES or required == PROJECT_READER:
+        # A project reader's views use reporting.api.project_scope.require_project_read.
         raise ValueError(f"unknown role {required}")
 
     def decorator(view: F) -> F:

@@ -27,7 +27,7 @@ SECURITY_SCHEMES: dict[str, Any] = {
         "in": "header",
         "name": "X-Auth-Token",
         "description": "auth_strategy=keystone: a keystone token; roles mapped by "
-        "[api] keystone_role_map.",
+        "[api] keystone_role_map (project_reader: the token's project only).",
     },
 }
 

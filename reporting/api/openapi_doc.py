@@ -32,7 +32,8 @@ def errors(*statuses: int) -> dict[str, Any]:
     texts = {
         400: "Bad request: a parameter or the body is invalid.",
         401: "Missing or invalid credentials.",
-        403: "The credentials do not grant the role this request needs.",
+        403: "The credentials do not grant the role this request needs, or a filter "
+             "names a project outside the token's project scope.",
         404: "Not found.",
         409: "Conflict.",
         413: "The request body is too large.",
@@ -211,7 +212,8 @@ PARAMETERS: dict[str, Any] = {
     "marker": query("marker", {"type": "string"},
                     "Opaque: the next_marker of the previous page of the same list."),
     "cloud": query("cloud", {"type": "string"}, "Only this cloud."),
-    "project_id": query("project_id", {"type": "string"}, "Only this project."),
+    "project_id": query("project_id", {"type": "string"},
+                        "Only this project (a project-scoped reader: only its own)."),
     "resource_type": query("resource_type", {"type": "string"}, "Only this resource type."),
 }
 

@@ -1,4 +1,5 @@
-"""Inventory and per-resource queries (docs/reporting-queries.md), role ``read``.
+"""Inventory and per-resource queries (docs/reporting-queries.md), role ``read`` (every
+project) or ``project_reader`` (its project only: ``reporting.api.project_scope``).
 
 - ``GET /v1/resources``: the inventory, current or ``as_of`` an instant;
 - ``GET /v1/resources/{platform}/{cloud}/{resource_type}/{resource_id}``: one row;
@@ -15,8 +16,8 @@ from flask import Blueprint, request
 
 from mapping.event import MAX_ID_LEN, format_timestamp
 from reporting import pagination
-from reporting.api.auth import require_role
 from reporting.api.errors import ApiError
+from reporting.api.project_scope import requested_project, require_project_read, visible_projects
 from reporting.db.models import Event, ResourceInterval
 from reporting.db.session import db_session
 from reporting.queries import params
@@ -83,7 +84,7 @@ def render_interval(interval: ResourceInterval) -> dict[str, Any]:
 
 
 @bp.get("/v1/resources")
-@require_role("read")
+@require_project_read
 def list_resources() -> dict[str, Any]:
     args = request.args
     params.only(args, _LIST_PARAMS)
@@ -93,8 +94,9 @@ def list_resources() -> dict[str, Any]:
     filters = queries.InventoryFilter(
         cloud=params.text(args, "cloud"),
         resource_type=params.text(args, "resource_type"),
-        project_id=params.text(args, "project_id"),
+        project_id=requested_project(params.text(args, "project_id")),
         live=live,
+        projects=visible_projects(),
     )
     tag = "resources" if as_of is None else "resources-as-of"
     marker = args.get("marker")
@@ -126,17 +128,18 @@ def _key(platform: str, cloud: str, resource_type: str, resource_id: str) -> que
 
 
 @bp.get(RESOURCE_PATH)
-@require_role("read")
+@require_project_read
 def get_resource(platform: str, cloud: str, resource_type: str, resource_id: str) -> Any:
     params.only(request.args, frozenset())
-    row = queries.get_resource(db_session(), _key(platform, cloud, resource_type, resource_id))
+    key = _key(platform, cloud, resource_type, resource_id)
+    row = queries.get_resource(db_session(), key, visible_projects())
     if row is None:
         raise _not_found()
     return render_resource(row)
 
 
 @bp.get(RESOURCE_PATH + "/events")
-@require_role("read")
+@require_project_read
 def resource_events(platform: str, cloud: str, resource_type: str, resource_id: str) -> Any:
     key = _key(platform, cloud, resource_type, resource_id)
     params.only(request.args, _PAGE_PARAMS)
@@ -146,7 +149,7 @@ def resource_events(platform: str, cloud: str, resource_type: str, resource_id: 
         pagination.decode_marker("events", _EVENT_KEY_SHAPE, marker) if marker is not None else None
     )
     session = db_session()
-    if not queries.resource_exists(session, key):
+    if not queries.resource_exists(session, key, visible_projects()):
         raise _not_found()
     events = queries.resource_events(session, key, after, limit + 1)
     kept, next_marker = pagination.page(
@@ -156,12 +159,12 @@ def resource_events(platform: str, cloud: str, resource_type: str, resource_id: 
 
 
 @bp.get(RESOURCE_PATH + "/lifecycle")
-@require_role("read")
+@require_project_read
 def resource_lifecycle(platform: str, cloud: str, resource_type: str, resource_id: str) -> Any:
     key = _key(platform, cloud, resource_type, resource_id)
     params.only(request.args, frozenset())
     session = db_session()
-    if not queries.resource_exists(session, key):
+    if not queries.resource_exists(session, key, visible_projects()):
         raise _not_found()
     intervals = queries.resource_lifecycle(session, key)
     return {"intervals": [render_interval(interval) for interval in intervals]}

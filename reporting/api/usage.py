@@ -1,4 +1,5 @@
-"""``GET /v1/usage``: resource-seconds over a period (docs/reporting-queries.md), role ``read``.
+"""``GET /v1/usage``: resource-seconds over a period (docs/reporting-queries.md), role
+``read`` (every project) or ``project_reader`` (the intervals its project owned).
 
 Parameters: ``from`` and ``to`` (required, RFC 3339, ``from < to``), ``cloud``,
 ``project_id``, ``group_by`` (``resource`` default, ``project``, ``resource_type``),
@@ -13,7 +14,7 @@ from flask import Blueprint, request
 
 from mapping.event import format_timestamp
 from reporting import pagination
-from reporting.api.auth import require_role
+from reporting.api.project_scope import requested_project, require_project_read, visible_projects
 from reporting.db.session import db_session
 from reporting.queries import params, usage_store
 from reporting.queries import usage as queries
@@ -24,7 +25,7 @@ _PARAMS = frozenset({"from", "to", "cloud", "project_id", "group_by", "limit", "
 
 
 @bp.get("/v1/usage")
-@require_role("read")
+@require_project_read
 def get_usage() -> dict[str, Any]:
     args = request.args
     params.only(args, _PARAMS)
@@ -35,7 +36,9 @@ def get_usage() -> dict[str, Any]:
         raise pagination.bad_request("from must be before to")
     group_by = params.choice(args, "group_by", queries.GROUP_BY, "resource")
     filters = queries.UsageFilter(
-        cloud=params.text(args, "cloud"), project_id=params.text(args, "project_id")
+        cloud=params.text(args, "cloud"),
+        project_id=requested_project(params.text(args, "project_id")),
+        projects=visible_projects(),
     )
     columns = queries.group_columns(group_by)
     tag = "usage-" + group_by

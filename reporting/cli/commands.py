@@ -48,6 +48,11 @@ def inventory(client: ApiClient, args: argparse.Namespace) -> Output:
     return Output(items, RESOURCE_COLUMNS, items)
 
 
+def resource(client: ApiClient, args: argparse.Namespace) -> Output:
+    row = client.get(_resource_path(args))
+    return Output(row, RESOURCE_COLUMNS, [row])
+
+
 def history(client: ApiClient, args: argparse.Namespace) -> Output:
     items = client.pages(_resource_path(args) + "/events", {}, args.limit, args.page_size)
     columns = [table.field("timestamp"), table.field("event_type"), table.field("source"),

@@ -29,14 +29,17 @@ Params = Mapping[str, str | None]
 
 
 class ApiClient:
-    """One base URL, one optional bearer token, one timeout for every request."""
+    """One base URL, one optional bearer or keystone token, one timeout for every request."""
 
-    def __init__(self, base_url: str, token: str | None, timeout: float) -> None:
+    def __init__(self, base_url: str, token: str | None, timeout: float, *,
+                 keystone_token: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.session = requests.Session()
         if token:
             self.session.headers["Authorization"] = f"Bearer {token}"
+        if keystone_token:
+            self.session.headers["X-Auth-Token"] = keystone_token
 
     def get(self, path: str, params: Params | None = None) -> Any:
         return self._request("GET", path, params=params)

@@ -1,4 +1,5 @@
-"""``tally [--url U] [--token-file F] [--format table|json] COMMAND ...`` (docs/cli.md).
+"""``tally [--url U] [--token-file F | --os-cloud NAME] [--format table|json] COMMAND ...``
+(docs/cli.md).
 
 Exit codes: 0 success, 1 an API error or no answer (or a replay left rows
 rejected/not found), 2 a usage or configuration error.
@@ -12,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from reporting.cli import commands, table
+from reporting.cli import commands, keystone, table
 from reporting.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
 from reporting.token_file import TokenFileError, read_token_file
 
@@ -63,13 +64,18 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     def default(value: object) -> object:
         return value if defaults else argparse.SUPPRESS
 
-    parser.add_argument("--url", default=default(os.environ.get("TALLY_URL", DEFAULT_URL)),
-                        help=f"the Reporting API (env TALLY_URL, default {DEFAULT_URL})")
+    parser.add_argument("--url", default=default(None),
+                        help="the Reporting API (env TALLY_URL; with a keystone cloud, "
+                        f"default: the catalog's {keystone.SERVICE_TYPE} endpoint; "
+                        f"else {DEFAULT_URL})")
     token = parser.add_mutually_exclusive_group()
     token.add_argument("--token-file", default=default(None),
                        help="file whose first line is the bearer token (env TALLY_TOKEN_FILE)")
     token.add_argument("--token", default=default(None),
                        help="the bearer token (env TALLY_TOKEN)")
+    token.add_argument("--os-cloud", default=default(None), metavar="NAME",
+                       help="authenticate with keystone as this clouds.yaml entry "
+                       "(env OS_CLOUD, used when no bearer token is given)")
     parser.add_argument("--format", choices=("table", "json"), default=default("table"))
     parser.add_argument("--timeout", type=float, default=default(30.0),
                         help="seconds to wait for each answer (default 30)")
@@ -149,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _token(args: argparse.Namespace) -> str | None:
+def _bearer_token(args: argparse.Namespace) -> str | None:
     """An option beats the environment; a token beats a token file."""
     if args.token:
         return str(args.token)
@@ -166,6 +172,28 @@ def _token(args: argparse.Namespace) -> str | None:
         raise UsageError(f"token file {exc}") from None
 
 
+def _client(args: argparse.Namespace) -> ApiClient:
+    """Options beat the environment: --token, --token-file, --os-cloud, then
+    TALLY_TOKEN, TALLY_TOKEN_FILE, OS_CLOUD."""
+    url = args.url or os.environ.get("TALLY_URL")
+    cloud = args.os_cloud
+    token = None if cloud else _bearer_token(args)
+    if token is None and not cloud:
+        cloud = os.environ.get("OS_CLOUD")
+    if not cloud:
+        return ApiClient(url or DEFAULT_URL, token, args.timeout)
+    try:
+        found = keystone.access(cloud, want_endpoint=url is None, timeout=args.timeout)
+    except keystone.CloudConfigError as exc:
+        raise UsageError(str(exc)) from None
+    except keystone.KeystoneError as exc:
+        raise Unreachable(str(exc)) from None
+    client = ApiClient(url or str(found.endpoint), None, args.timeout,
+                       keystone_token=found.token)
+    client.session.verify = found.verify
+    return client
+
+
 def _print(output: commands.Output, fmt: str) -> None:
     if fmt == "json":
         print(json.dumps(output.json, indent=2, ensure_ascii=False))
@@ -179,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Command = args.handler
     try:
-        client = ApiClient(args.url, _token(args), args.timeout)
+        client = _client(args)
         output = handler(client, args)
     except UsageError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)

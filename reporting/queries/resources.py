@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, aliased
 
 from reporting.db.models import CurrentResource, Event, ResourceInterval
+from reporting.queries.scope import restrict
 
 ResourceKey = tuple[str, str, str, str]
 
@@ -27,6 +28,8 @@ class InventoryFilter:
     resource_type: str | None = None
     project_id: str | None = None
     live: bool | None = None
+    # The projects the caller may read (None: every project).
+    projects: frozenset[str] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +86,7 @@ def current_inventory(
         query = query.where(model.project_id == filters.project_id)
     if filters.live is not None:
         query = query.where(model.live.is_(filters.live))
+    query = restrict(query, model.project_id, filters.projects)
     if after is not None:
         query = query.where(key > sa.tuple_(*after))
     query = query.order_by(
@@ -160,6 +164,8 @@ def inventory_as_of(
         query = query.where(iv.resource_type == filters.resource_type)
     if filters.project_id is not None:
         query = query.where(iv.project_id == filters.project_id)
+    # The project that owned the resource at the instant.
+    query = restrict(query, iv.project_id, filters.projects)
     if after is not None:
         query = query.where(key > sa.tuple_(*after))
     query = query.order_by(iv.platform, iv.cloud, iv.resource_type, iv.resource_id).limit(limit)
@@ -192,13 +198,23 @@ def _key_filter(model: Any, key: ResourceKey) -> sa.ColumnElement[bool]:
     )
 
 
-def get_resource(session: Session, key: ResourceKey) -> ResourceRow | None:
+def get_resource(
+    session: Session, key: ResourceKey, projects: frozenset[str] | None = None
+) -> ResourceRow | None:
+    """The resource's row; None if absent or owned now by a project not in ``projects``."""
     current = session.get(CurrentResource, key)
-    return _row_of(current) if current is not None else None
+    if current is None or (projects is not None and current.project_id not in projects):
+        return None
+    return _row_of(current)
 
 
-def resource_exists(session: Session, key: ResourceKey) -> bool:
+def resource_exists(
+    session: Session, key: ResourceKey, projects: frozenset[str] | None = None
+) -> bool:
+    """Whether the resource exists and (with ``projects``) one of them owns it now: its
+    history and lifecycle belong to its current owner."""
     query = sa.select(sa.literal(1)).where(_key_filter(CurrentResource, key))
+    query = restrict(query, CurrentResource.project_id, projects)
     return session.execute(query).first() is not None
 
 

@@ -149,3 +149,5 @@ def aggregate(
 class UsageFilter:
     cloud: str | None = None
     project_id: str | None = None
+    # The projects the caller may read (None: every project).
+    projects: frozenset[str] | None = None

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from reporting.db.models import ResourceInterval
+from reporting.queries.scope import condition
 from reporting.queries.usage import UsageFilter, UsageGroup, group_columns
 
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -81,6 +82,10 @@ def usage_page(
         overlapping.append(model.cloud == filters.cloud)
     if filters.project_id is not None:
         overlapping.append(model.project_id == filters.project_id)
+    visible = condition(model.project_id, filters.projects)
+    if visible is not None:
+        # The intervals a visible project owned: its share of a resource that moved.
+        overlapping.append(visible)
 
     groups_query = (
         sa.select(*columns, sa.func.count(sa.distinct(model.resource_id)).label("resources"))

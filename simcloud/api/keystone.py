@@ -1,18 +1,31 @@
-"""Keystone v3: version documents and ``POST /v3/auth/tokens`` with the catalog."""
+"""Keystone v3: version documents and the token API with the catalog.
+
+- ``POST /v3/auth/tokens``: issue a token (password or application credential);
+- ``GET``/``HEAD /v3/auth/tokens``: validate the ``X-Subject-Token`` for the caller's
+  ``X-Auth-Token``, as keystonemiddleware asks: 200 with the token body, 404 for a
+  token unknown, expired or revoked, 401 for an invalid caller token, 403 for a
+  caller that holds neither the admin nor the service role (nor is the subject);
+- ``DELETE /v3/auth/tokens``: revoke the ``X-Subject-Token`` (204, 404 if not valid).
+
+The catalog lists Tally's Reporting API (service type ``usage-history``) when the
+server was given its URL (``tally-simcloud serve --tally-url``).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-import secrets
 from typing import Any
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response, current_app, request
 
 from simcloud.api import common
 from simcloud.identity import DOMAIN_ID, DOMAIN_NAME, AuthError, Token
 
 bp = Blueprint("keystone", __name__, url_prefix="/identity")
 REGION = "RegionOne"
+# The catalog service type under which Tally's Reporting API is registered.
+TALLY_SERVICE_TYPE = "usage-history"
+TALLY_URL_KEY = "SIMCLOUD_TALLY_URL"
 
 
 def guard() -> Response | None:
@@ -54,22 +67,69 @@ def issue_token() -> Response:
                                 {"X-Subject-Token": token.value})
 
 
-def token_body(token: Token, base: str) -> dict[str, Any]:
-    now = dt.datetime.now(dt.UTC)
+def _error(code: int, title: str, message: str) -> Response:
+    return common.json_response({"error": {"code": code, "title": title, "message": message}},
+                                code)
+
+
+def _subject() -> tuple[Token | None, Response | None]:
+    """The token to validate or revoke, after checking the caller's own token."""
+    caller = common.identity().validate(request.headers.get("X-Auth-Token"))
+    if caller is None:
+        return None, common.unauthorized()
+    subject_value = request.headers.get("X-Subject-Token", "")
+    subject = common.identity().validate(subject_value)
+    if not caller.can_validate and caller.value != subject_value:
+        return None, _error(403, "Forbidden",
+                            "You are not authorized to perform the requested action: "
+                            "identity:validate_token.")
+    if subject is None:
+        return None, _error(404, "Not Found", "Could not find token.")
+    return subject, None
+
+
+@bp.route("/v3/auth/tokens", methods=["GET", "HEAD"])
+def validate_token() -> Response:
+    subject, refusal = _subject()
+    if refusal is not None:
+        return refusal
+    assert subject is not None
+    # keystonemiddleware asks ?nocatalog when include_service_catalog = false.
+    with_catalog = "nocatalog" not in request.args
+    body = token_body(subject, common.base_url(), with_catalog=with_catalog)
+    return common.json_response({"token": body}, 200, {"X-Subject-Token": subject.value})
+
+
+@bp.delete("/v3/auth/tokens")
+def revoke_token() -> Response:
+    subject, refusal = _subject()
+    if refusal is not None:
+        return refusal
+    assert subject is not None
+    common.identity().revoke(subject.value)
+    return Response(status=204)
+
+
+def _instant(moment: dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+
+
+def token_body(token: Token, base: str, *, with_catalog: bool = True) -> dict[str, Any]:
     domain = {"id": DOMAIN_ID, "name": DOMAIN_NAME}
     body: dict[str, Any] = {
         "methods": ["application_credential" if token.app_credential else "password"],
         "user": {"domain": domain, "id": token.user.id, "name": token.user.name,
                  "password_expires_at": None},
-        "audit_ids": [secrets.token_urlsafe(16)],
-        "issued_at": now.strftime("%Y-%m-%dT%H:%M:%S.000000Z"),
-        "expires_at": (now + dt.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S.000000Z"),
+        "audit_ids": [token.audit_id],
+        "issued_at": _instant(token.issued_at),
+        "expires_at": _instant(token.expires_at),
         "project": {"domain": domain, "id": token.user.project_id,
                     "name": token.user.project_name},
         "is_domain": False,
         "roles": [{"id": f"role-{name}", "name": name} for name in token.roles],
-        "catalog": catalog(base, token.user.project_id),
     }
+    if with_catalog:
+        body["catalog"] = catalog(base, token.user.project_id)
     cred = token.app_credential
     if cred is not None:
         body["application_credential"] = {
@@ -91,6 +151,9 @@ def catalog(base: str, project_id: str) -> list[dict[str, Any]]:
         ("image", "glance", f"{base}/image"),
         ("load-balancer", "octavia", f"{base}/load-balancer"),
     ]
+    tally_url = current_app.config.get(TALLY_URL_KEY)
+    if tally_url:
+        services.append((TALLY_SERVICE_TYPE, "tally", tally_url.rstrip("/")))
     return [
         {"id": f"svc-{name}", "type": stype, "name": name,
          "endpoints": [{"id": f"ep-{name}-{iface}", "interface": iface, "region": REGION,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 import requests_mock
 from flask import Flask
 from flask.testing import FlaskClient
@@ -19,7 +20,8 @@ from reporting import opts
 from reporting.api.auth import AuthConfigError
 from reporting.api.keystone_auth import NO_ROLE, tally_role
 from reporting.app import create_app
-from reporting.db.session import ENGINE_KEY
+from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
+from reporting.ingest import ingest_events
 
 KEYSTONE = "http://keystone.test"
 AUTH_URL = KEYSTONE + "/v3"
@@ -27,6 +29,8 @@ SERVICE_TOKEN = "service-" + uuid.uuid4().hex
 
 KEYSTONE_SECTION = f"""
 [keystone_authtoken]
+# Every request asks keystone (a revoked token is refused at once).
+token_cache_time = -1
 auth_type = password
 auth_url = {AUTH_URL}
 www_authenticate_uri = {AUTH_URL}
@@ -39,10 +43,14 @@ service_token_roles_required = true
 """
 
 
-def _user_token(roles: list[str]) -> dict[str, Any]:
-    token = ks_fixture.V3Token(user_id="u1", user_name="alice", user_domain_id="default",
-                               project_id="p1", project_name="demo",
-                               project_domain_id="default")
+def _user_token(roles: list[str], project_id: str | None = "p1") -> dict[str, Any]:
+    if project_id is None:  # a domain-scoped token
+        token = ks_fixture.V3Token(user_id="u1", user_name="alice", user_domain_id="default",
+                                   domain_id="default", domain_name="Default")
+    else:
+        token = ks_fixture.V3Token(user_id="u1", user_name="alice", user_domain_id="default",
+                                   project_id=project_id, project_name=f"name-{project_id}",
+                                   project_domain_id="default")
     for role in roles:
         token.add_role(name=role)
     return token
@@ -63,6 +71,7 @@ class FakeKeystone:
 
     def __init__(self, mocker: requests_mock.Mocker) -> None:
         self.tokens: dict[str, dict[str, Any]] = {}
+        self.mocker = mocker
         discovery = ks_fixture.DiscoveryList(href=KEYSTONE, v2=False)
         mocker.get(KEYSTONE, json=discovery)
         mocker.get(AUTH_URL, json={"version": ks_fixture.V3Discovery(AUTH_URL)})
@@ -71,10 +80,13 @@ class FakeKeystone:
         mocker.get(AUTH_URL + "/auth/tokens", json=self._validate)
         self.validations = 0
 
-    def issue(self, roles: list[str]) -> str:
+    def issue(self, roles: list[str], project_id: str | None = "p1") -> str:
         token_id = uuid.uuid4().hex
-        self.tokens[token_id] = _user_token(roles)
+        self.tokens[token_id] = _user_token(roles, project_id)
         return token_id
+
+    def revoke(self, token_id: str) -> None:
+        del self.tokens[token_id]
 
     def _validate(self, request: Any, context: Any) -> dict[str, Any]:
         self.validations += 1
@@ -195,3 +207,129 @@ def test_strongest_role_wins() -> None:
     assert tally_role(["reader"], role_map) == "read"
     assert tally_role(["other"], role_map) == NO_ROLE
     assert tally_role([], role_map) == NO_ROLE
+
+
+# --- project scope -------------------------------------------------------------------
+
+def _seed(app: Flask) -> None:
+    """vm-1 in p1, vm-2 in p2, over one hour."""
+    events = []
+    for number, project in ((1, "p1"), (2, "p2")):
+        events.append({
+            "event_id": f"ev-{number}", "event_type": "compute.instance.create.end",
+            "platform": "openstack", "cloud": "c1", "resource_type": "instance",
+            "resource_id": f"vm-{number}", "project_id": project,
+            "timestamp": "2026-01-10T00:00:00Z", "source": "collector",
+            "payload": {"state": "active", "size": {"vcpus": 1, "ram_gb": 2, "disk_gb": 20,
+                                                       "flavor": "m1.small"}},
+        })
+    results = ingest_events(app.extensions[SESSIONMAKER_KEY], events, require_size_schema=False)
+    assert [r.status for r in results] == ["stored", "stored"], [r.reason for r in results]
+
+
+USAGE = "/v1/usage?from=2026-01-10T00:00:00Z&to=2026-01-10T01:00:00Z"
+VM = "/v1/resources/openstack/c1/instance/vm-{}"
+
+
+def test_member_token_reads_its_project_only(keystone: FakeKeystone,
+                                            keystone_conf: Callable[..., cfg.ConfigOpts]) -> None:
+    app = create_app(keystone_conf())  # the default map: member -> project_reader
+    try:
+        _seed(app)
+        client = app.test_client()
+        member = {"X-Auth-Token": keystone.issue(["member"], "p1")}
+        body = client.get("/v1/resources", headers=member).get_json()
+        assert [item["resource_id"] for item in body["items"]] == ["vm-1"]
+        usage = client.get(USAGE, headers=member).get_json()["items"]
+        assert [(item["resource_id"], item["seconds"]) for item in usage] == [("vm-1", 3600)]
+        for suffix in ("", "/events", "/lifecycle"):
+            assert client.get(VM.format(1) + suffix, headers=member).status_code == 200
+            assert client.get(VM.format(2) + suffix, headers=member).status_code == 404
+        for path in ("/v1/resources?project_id=p2", USAGE + "&project_id=p2"):
+            assert client.get(path, headers=member).status_code == 403
+        reader_p2 = {"X-Auth-Token": keystone.issue(["reader"], "p2")}
+        body = client.get("/v1/resources", headers=reader_p2).get_json()
+        assert [item["resource_id"] for item in body["items"]] == ["vm-2"]
+        admin = {"X-Auth-Token": keystone.issue(["admin"], "p1")}  # cloud-wide
+        body = client.get("/v1/resources", headers=admin).get_json()
+        assert [item["resource_id"] for item in body["items"]] == ["vm-1", "vm-2"]
+        assert client.get(VM.format(2), headers=admin).status_code == 200
+    finally:
+        app.extensions[ENGINE_KEY].dispose()
+
+
+def test_project_reader_without_a_project_scope_is_403(
+    keystone: FakeKeystone, keystone_conf: Callable[..., cfg.ConfigOpts]
+) -> None:
+    app = create_app(keystone_conf())
+    try:
+        domain_scoped = {"X-Auth-Token": keystone.issue(["member"], None)}
+        response = app.test_client().get("/v1/resources", headers=domain_scoped)
+        assert response.status_code == 403
+        assert "scoped to a project" in response.get_json()["error"]["message"]
+    finally:
+        app.extensions[ENGINE_KEY].dispose()
+
+
+def test_revoked_token_is_401(keystone: FakeKeystone, ks_client: FlaskClient) -> None:
+    token = keystone.issue(["reader"])
+    assert ks_client.get("/v1/resources", headers={"X-Auth-Token": token}).status_code == 200
+    keystone.revoke(token)  # keystone answers 404 for it from now on
+    response = ks_client.get("/v1/resources", headers={"X-Auth-Token": token})
+    assert response.status_code == 401
+
+
+def test_keystone_unreachable_is_503_not_a_hang(
+    keystone_conf: Callable[..., cfg.ConfigOpts],
+) -> None:
+    with requests_mock.Mocker() as mocker:
+        mocker.register_uri(requests_mock.ANY, requests_mock.ANY,
+                            exc=requests.exceptions.ConnectionError("refused"))
+        app = create_app(keystone_conf())
+        try:
+            client = app.test_client()
+            response = client.get("/v1/resources", headers={"X-Auth-Token": "some-token"})
+            assert response.status_code == 503
+            error = response.get_json()["error"]
+            assert error["code"] == "keystone_unavailable"
+            assert "keystone is unavailable" in error["message"]
+            # A request without a token needs no keystone: still a plain 401.
+            assert client.get("/v1/resources").status_code == 401
+            assert client.get("/healthz").status_code == 200
+        finally:
+            app.extensions[ENGINE_KEY].dispose()
+
+
+def test_keystone_waits_are_bounded_by_default(
+    keystone: FakeKeystone, keystone_conf: Callable[..., cfg.ConfigOpts]
+) -> None:
+    conf = keystone_conf()
+    app = create_app(conf)
+    try:
+        assert conf.keystone_authtoken.http_connect_timeout == 5
+        assert conf.keystone_authtoken.http_request_max_retries == 1
+    finally:
+        app.extensions[ENGINE_KEY].dispose()
+    conf = keystone_conf("[keystone_authtoken]\nhttp_connect_timeout = 2\n")
+    app = create_app(conf)
+    try:
+        assert conf.keystone_authtoken.http_connect_timeout == 2  # the file still wins
+    finally:
+        app.extensions[ENGINE_KEY].dispose()
+
+
+def test_service_user_refused_by_keystone_is_503(
+    keystone: FakeKeystone, keystone_conf: Callable[..., cfg.ConfigOpts]
+) -> None:
+    # The service user's own login fails (a wrong [keystone_authtoken] password).
+    keystone.mocker.post(AUTH_URL + "/auth/tokens", status_code=401,
+                         json={"error": {"code": 401, "message": "bad password"}})
+    app = create_app(keystone_conf())
+    try:
+        response = app.test_client().get(
+            "/v1/resources", headers={"X-Auth-Token": keystone.issue(["member"])})
+        assert response.status_code == 503
+        message = response.get_json()["error"]["message"]
+        assert "ServiceError" in message and "rejected authorization" in message
+    finally:
+        app.extensions[ENGINE_KEY].dispose()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from reporting.api.auth import AuthConfigError
+from reporting.api.auth import AuthConfigError, Caller, load_tokens
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY
 from tests.unit.reporting.fixtures import ConfFactory, auth
@@ -87,3 +87,29 @@ def test_token_strategy_without_tokens_file_refuses_to_start(
     bad.write_text("tok: superuser\n")
     with pytest.raises(AuthConfigError, match="superuser"):
         create_app(make_conf(db_url, api={"tokens_file": str(bad)}))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("tok: project_reader\n", "needs a project"),
+        ("tok: {role: read, project_id: p1}\n", "exactly"),
+        ("tok: {role: project_reader}\n", "exactly"),
+        ("tok: {role: project_reader, project_id: ''}\n", "non-empty project id"),
+        ("tok: {role: project_reader, project_id: p1, extra: 1}\n", "exactly"),
+    ],
+)
+def test_project_reader_tokens_need_exactly_one_project(
+    text: str, message: str, tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    with pytest.raises(AuthConfigError, match=message):
+        load_tokens(str(bad))
+
+
+def test_project_reader_token_is_bound_to_its_project(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.yaml"
+    path.write_text("a: read\nb: {role: project_reader, project_id: p1}\n")
+    assert load_tokens(str(path)) == {"a": Caller("read"),
+                                      "b": Caller("project_reader", "p1")}

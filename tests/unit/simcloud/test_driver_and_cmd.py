@@ -83,7 +83,8 @@ def test_clouds_yaml_entries(tmp_path) -> None:
     with running_simcloud(WorldConfig(seed=5, scale=20)) as sim:
         path = sim.write_clouds_yaml(tmp_path / "deep" / "clouds.yaml")
         clouds = yaml.safe_load(path.read_text())["clouds"]
-        assert set(clouds) == {"sim-admin", "sim-member", "sim-admin-readonly"}
+        assert set(clouds) == {"sim-admin", "sim-member", "sim-admin-readonly",
+                               "sim-tally-service"}
         assert clouds["sim-admin"]["auth"]["auth_url"] == f"{sim.base_url}/identity/v3"
         assert clouds["sim-member"]["auth"]["project_name"] == "demo"
         assert clouds["sim-admin-readonly"]["auth_type"] == "v3applicationcredential"

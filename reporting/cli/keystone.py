@@ -1,0 +1,72 @@
+"""``tally --os-cloud NAME``: a keystone token and Tally's endpoint from clouds.yaml.
+
+The cloud entry is read by openstacksdk's loader (``openstack.config``: the same
+clouds.yaml/secure.yaml search path, ``OS_CLIENT_CONFIG_FILE``, auth plugins and
+region/interface settings as every OpenStack client) and authenticated by
+keystoneauth. The Reporting API is found in the token's catalog under
+``SERVICE_TYPE`` (the cloud's interface, ``public`` by default) unless a URL is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The catalog service type Tally's Reporting API is registered under.
+SERVICE_TYPE = "usage-history"
+
+
+class KeystoneError(Exception):
+    """The cloud entry, keystone or the catalog cannot give a token or an endpoint."""
+
+
+class CloudConfigError(KeystoneError):
+    """The clouds.yaml entry is missing or incomplete (a usage error)."""
+
+
+@dataclass(frozen=True)
+class KeystoneAccess:
+    token: str
+    endpoint: str | None  # None when the caller gave a URL
+    verify: bool | str  # the cloud's TLS setting: verify or not, or a CA bundle path
+
+
+def access(cloud: str, *, want_endpoint: bool, timeout: float) -> KeystoneAccess:
+    """Authenticate as ``cloud`` and (``want_endpoint``) find Tally in the catalog."""
+    # Imported here: openstacksdk loads hundreds of modules, a bearer-token run needs none.
+    import openstack.config
+    from keystoneauth1 import exceptions as ksa_exceptions
+    from openstack import exceptions as sdk_exceptions
+
+    try:
+        region = openstack.config.OpenStackConfig().get_one(cloud)
+        session = region.get_session()
+    except (sdk_exceptions.ConfigException, ksa_exceptions.auth_plugins.AuthPluginException,
+            ksa_exceptions.auth_plugins.MissingRequiredOptions) as exc:
+        raise CloudConfigError(f"cloud {cloud}: {exc}") from None
+    session.timeout = timeout
+    try:
+        token = session.get_token()
+        endpoint = None
+        if want_endpoint:
+            endpoint = session.get_endpoint(
+                service_type=SERVICE_TYPE,
+                interface=region.get_interface(SERVICE_TYPE) or "public",
+                region_name=region.get_region_name(SERVICE_TYPE) or None,
+            )
+            if not endpoint:
+                raise ksa_exceptions.EndpointNotFound()
+    except ksa_exceptions.EndpointNotFound:
+        raise KeystoneError(
+            f"cloud {cloud}: no {SERVICE_TYPE} endpoint in the catalog (is Tally "
+            "registered in keystone?); give --url to name the Reporting API"
+        ) from None
+    except ksa_exceptions.Unauthorized as exc:
+        raise KeystoneError(f"cloud {cloud}: keystone refused the credentials: {exc}") from None
+    except ksa_exceptions.ConnectFailure as exc:
+        raise KeystoneError(f"cloud {cloud}: cannot reach keystone: {exc}") from None
+    except ksa_exceptions.ClientException as exc:
+        raise KeystoneError(f"cloud {cloud}: keystone: {exc}") from None
+    if not token:
+        raise KeystoneError(f"cloud {cloud}: keystone gave no token")
+    verify = session.verify
+    return KeystoneAccess(token, endpoint, True if verify is None else verify)
