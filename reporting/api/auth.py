@@ -22,6 +22,7 @@ from flask import Flask, current_app, g, request
 from oslo_config import cfg
 
 from reporting.api.errors import ApiError
+from reporting.token_file import unusable_token_reason
 
 LOG = logging.getLogger(__name__)
 
@@ -65,9 +66,20 @@ def load_tokens(path: str | None) -> dict[str, str]:
     if not isinstance(document, dict) or not document:
         raise AuthConfigError(f"[api] tokens_file {path} must map tokens to roles")
     tokens: dict[str, str] = {}
-    for token, role in document.items():
+    for number, (token, role) in enumerate(document.items(), start=1):
+        if isinstance(token, (int, float)) and not isinstance(token, bool):
+            raise AuthConfigError(
+                f"[api] tokens_file {path}: entry {number}: the token {token!r} is read as a "
+                f"number: quote it (\"{token}\": {role})")
         if not isinstance(token, str) or not token.strip():
-            raise AuthConfigError(f"[api] tokens_file {path}: a token is not a non-empty string")
+            raise AuthConfigError(
+                f"[api] tokens_file {path}: entry {number}: the token is not a non-empty "
+                "string (quote it)")
+        reason = unusable_token_reason(token)
+        if reason is None and token != token.strip():
+            reason = "starts or ends with white space, which a client's header loses"
+        if reason:
+            raise AuthConfigError(f"[api] tokens_file {path}: entry {number}: the token {reason}")
         if role not in ROLES:
             raise AuthConfigError(
                 f"[api] tokens_file {path}: role {role!r} is not one of {', '.join(ROLES)}"
