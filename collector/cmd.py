@@ -53,7 +53,11 @@ def main(argv: list[str] | None = None) -> int:
         for warning in check_config_files(conf, only=("DEFAULT", "oslo_messaging_rabbit",
                                                       "oslo_messaging_notifications")):
             LOG.warning("%s", warning)
-        LOG.info("broker: %s", redact_url(conf.transport_url))
+        try:
+            broker = conf.oslo_messaging_notifications.transport_url or conf.transport_url
+        except cfg.NoSuchOptError:  # no transport built (tests replace the Collector)
+            broker = None
+        LOG.info("broker: %s", redact_url(broker))
         LOG.info("Reporting API: %s", conf.collector.reporting_url)
         stop = threading.Event()
 

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from reporting.api_url import ApiUrlError, check_base_url
 from reporting.cli import commands, table
 from reporting.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
 from reporting.token_file import TokenFileError, read_token_file
@@ -166,6 +167,13 @@ def _token(args: argparse.Namespace) -> str | None:
         raise UsageError(f"token file {exc}") from None
 
 
+def _base_url(url: str) -> str:
+    try:
+        return check_base_url("--url (or TALLY_URL)", url)
+    except ApiUrlError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _print(output: commands.Output, fmt: str) -> None:
     if fmt == "json":
         print(json.dumps(output.json, indent=2, ensure_ascii=False))
@@ -179,9 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Command = args.handler
     try:
-        client = ApiClient(args.url, _token(args), args.timeout)
+        client = ApiClient(_base_url(args.url), _token(args), args.timeout)
         output = handler(client, args)
-    except UsageError as exc:
+    except (UsageError, commands.UnknownResourceType) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     except ApiError as exc:

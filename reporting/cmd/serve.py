@@ -50,14 +50,14 @@ serve_opts: list[cfg.Opt] = [
 ]
 
 
-def _gunicorn_app(conf: cfg.ConfigOpts, flask_app: Any, bind: str) -> Any:
+def _gunicorn_app(conf: cfg.ConfigOpts, flask_app: Any) -> Any:
     from gunicorn.app.base import BaseApplication
     from prometheus_client import multiprocess
 
     class ReportingApplication(BaseApplication):
         def load_config(self) -> None:
             settings = {
-                "bind": [bind],
+                "bind": [conf.api.bind],
                 "workers": conf.api.workers,
                 "threads": conf.api.threads,
                 "worker_class": "gthread",
@@ -92,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from reporting.cmd.bind import check_bind
 
             bind = check_bind(conf.api.bind)
+            conf.set_override("bind", bind, group="api")  # what gunicorn gets: HOST:PORT
             from reporting.app import create_app
             from reporting.db.session import ENGINE_KEY
 
@@ -115,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the GIL, and dirty the pages the workers share with this process).
         gc.collect()
         gc.freeze()
-        _gunicorn_app(conf, flask_app, bind).run()
+        _gunicorn_app(conf, flask_app).run()
         return 0
     finally:
         shutil.rmtree(metrics_dir, ignore_errors=True)

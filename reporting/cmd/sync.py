@@ -80,7 +80,7 @@ def _deferred(value: object) -> str:
 def _reasons(base_url: str, headers: dict[str, str], cloud: str, run_id: str) -> str:
     """The failed run's reasons, read back from GET /v1/sync-runs (best effort)."""
     try:
-        response = requests.get(f"{base_url}/v1/sync-runs", params={"cloud": cloud, "limit": 50},
+        response = requests.get(f"{base_url}/v1/sync-runs", params={"cloud": cloud, "limit": "50"},
                                 headers=headers, timeout=30)
         runs = response.json().get("items", []) if response.status_code == 200 else []
     except (requests.RequestException, ValueError, AttributeError):
