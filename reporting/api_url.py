@@ -37,8 +37,10 @@ def check_base_url(where: str, url: str | None) -> str:
         parts.port  # noqa: B018 - raises on a malformed port
     except ValueError:
         raise ApiUrlError(f"{where} {text!r} has a malformed port: e.g. {EXAMPLE}") from None
-    if _VERSION_SUFFIX.search(parts.path.rstrip("/")):
-        base = text[: text.find(parts.path)] if parts.path else text
+    path = parts.path.rstrip("/")
+    suffix = _VERSION_SUFFIX.search(path)
+    if suffix:
+        base = f"{parts.scheme}://{parts.netloc}{path[:suffix.start()]}"
         raise ApiUrlError(f"{where} {text!r} must be the API's base URL, without /v1 or "
                           f"/internal (Tally adds them): e.g. {base}")
     if parts.query or parts.fragment:

@@ -65,7 +65,7 @@ def world(world_config: WorldConfig, tmp_path: Path,
 
 def write_clouds_file(directory: Path, adapter_config: dict[str, Any],
                       name: str = CLOUD) -> Path:
-    path = directory / "clouds-file.yaml"
+    path = directory / "tally-clouds.yaml"
     path.write_text(yaml.safe_dump({"clouds": [{
         "name": name, "platform": "openstack", "adapter": "openstack",
         "adapter_config": adapter_config}]}))
