@@ -71,11 +71,11 @@ def _provider_event_type(row: Mapping[str, Any]) -> Any:
 
 def history(client: ApiClient, args: argparse.Namespace) -> Output:
     items = client.pages(_resource_path(args) + "/events", {}, args.limit, args.page_size)
-    columns = [table.field("timestamp"), table.field("event_type"),
-               ("openstack_event_type", _provider_event_type), table.field("source"),
+    columns = [table.field("timestamp"), table.field("event_type"), table.field("source"),
                table.field("project_id"), ("state", lambda row: row["payload"].get("state")),
                ("size", lambda row: row["payload"].get("size")),
-               table.field("received_at"), table.field("event_id")]
+               table.field("received_at"), table.field("event_id"),
+               ("openstack_event_type", _provider_event_type)]
     return Output(items, columns, items)
 
 
