@@ -155,18 +155,24 @@ def write_tally_clouds(path: str, cloud: str) -> Path:
     return target
 
 
+def world_config(args: argparse.Namespace) -> WorldConfig:
+    """The world ``serve`` runs; ConfigError for values it cannot use."""
+    prefix = args.exchange_prefix
+    return WorldConfig(seed=args.seed, scale=args.scale, start=args.start, days=args.days,
+                       empty_start=args.empty_start, loss=args.loss,
+                       duplicate=args.duplicate, reorder=args.reorder,
+                       transport_url=args.transport_url,
+                       exchanges={s: prefix + s for s in STOCK_EXCHANGES} if prefix else {},
+                       hidden_image_fraction=args.hidden_images,
+                       ownerless_image_fraction=args.ownerless_images)
+
+
 def _serve(args: argparse.Namespace) -> int:
     from simcloud.server import SimCloudServer  # imports oslo.messaging
 
     prefix = args.exchange_prefix
     try:
-        config = WorldConfig(seed=args.seed, scale=args.scale, start=args.start, days=args.days,
-                             empty_start=args.empty_start, loss=args.loss,
-                             duplicate=args.duplicate, reorder=args.reorder,
-                             transport_url=args.transport_url,
-                             exchanges={s: prefix + s for s in STOCK_EXCHANGES} if prefix else {},
-                             hidden_image_fraction=args.hidden_images,
-                             ownerless_image_fraction=args.ownerless_images)
+        config = world_config(args)
     except ConfigError as exc:
         print(f"tally-simcloud: {exc}", file=sys.stderr)
         return 2
