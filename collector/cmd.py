@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         collector = Collector(conf)
         for warning in check_config_files(conf, only=("DEFAULT", "oslo_messaging_rabbit",
                                                       "oslo_messaging_notifications")):
-            LOG.warning("%s", warning)
+            LOG.warning("%s", warning.removeprefix("WARNING: "))
         try:
             broker = conf.oslo_messaging_notifications.transport_url or conf.transport_url
         except cfg.NoSuchOptError:  # no transport built (tests replace the Collector)

@@ -6,14 +6,11 @@ import datetime as dt
 import subprocess
 import sys
 import textwrap
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from werkzeug.serving import make_server
 
 from mapping.event import format_timestamp
 from reporting.cmd import sync as sync_cmd
@@ -21,18 +18,6 @@ from reporting.db.models import SyncLock
 from tests.functional.sync.conftest import START, Syncer
 
 T1 = START + dt.timedelta(hours=6)
-
-
-@pytest.fixture
-def served(syncer: Syncer) -> Iterator[str]:
-    server = make_server("127.0.0.1", 0, syncer.app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        thread.join(10)
 
 
 @pytest.fixture

@@ -7,22 +7,18 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import textwrap
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from werkzeug.serving import make_server
 
 from mapping.event import format_timestamp
-from reporting.app import create_app
 from reporting.cli import main as cli
 from reporting.cmd import sync as sync_cmd
-from reporting.db.session import ENGINE_KEY
 from reporting.sync.run_ids import new_run_id
 from simcloud.cmd import write_tally_clouds
-from tests.functional.sync.conftest import ADMIN, READ, START, Syncer, make_conf
+from tests.functional.sync.conftest import ADMIN, READ, START, Syncer, running_syncer
 
 T1 = START + dt.timedelta(hours=6)
 
@@ -31,12 +27,8 @@ T1 = START + dt.timedelta(hours=6)
 def simulated(world, migrated_db: str, tmp_path: Path) -> Iterator[Syncer]:
     """The API with the clouds file tally-simcloud writes (clock: simulated)."""
     clouds = write_tally_clouds(str(tmp_path / "tally-clouds.yaml"), "sim")
-    app = create_app(make_conf(migrated_db, tmp_path, clouds))
-    app.config["TESTING"] = True
-    try:
-        yield Syncer(app, world)
-    finally:
-        app.extensions[ENGINE_KEY].dispose()
+    with running_syncer(world, migrated_db, tmp_path, clouds) as running:
+        yield running
 
 
 def test_a_simulated_cloud_is_never_synced_at_wall_time(simulated: Syncer, tmp_path: Path,
@@ -68,18 +60,6 @@ def test_run_ids_sort_in_the_order_they_were_made() -> None:
     ids = [new_run_id() for _ in range(2000)]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
     assert all(len(run_id) == 36 and run_id[14] == "7" for run_id in ids)
-
-
-@pytest.fixture
-def served(syncer: Syncer) -> Iterator[str]:
-    server = make_server("127.0.0.1", 0, syncer.app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        thread.join(10)
 
 
 def test_a_failed_run_shows_its_reasons_everywhere(
