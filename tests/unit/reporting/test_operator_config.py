@@ -6,6 +6,7 @@ names the database or API it uses with its credentials redacted."""
 from __future__ import annotations
 
 import socket
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,29 @@ def test_tally_reporting_hands_gunicorn_the_parsed_address(
 
         gc.unfreeze()
     assert seen["bind"] == f"127.0.0.1:{port}"
+
+
+def test_keystone_authtoken_is_checked_once_the_middleware_registered_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """keystonemiddleware and its auth plugin register [keystone_authtoken] when the app
+    builds them: the plugin's own options pass, a misspelt one is a warning."""
+    config = _write(tmp_path / "tally.conf", textwrap.dedent("""\
+        [database]
+        connection = sqlite://
+        [api]
+        auth_strategy = keystone
+        [keystone_authtoken]
+        www_authenticate_uri = http://127.0.0.1:5000
+        auth_url = http://127.0.0.1:5000
+        auth_type = password
+        username = tally
+        password = secret
+        project_name = service
+        user_domain_name = Default
+        project_domain_name = Default
+        usernmae = typo
+        """))
+    wsgi.load_application({"TALLY_CONFIG_FILE": config})
+    assert _err_lines(capsys) == [
+        f"tally-reporting-wsgi: WARNING: unknown option [keystone_authtoken] usernmae in "
+        f"{config}: not an option of keystonemiddleware as installed; it is ignored"]
