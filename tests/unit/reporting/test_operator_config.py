@@ -28,8 +28,11 @@ def _err_lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def _no_database_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_database_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("OS_DATABASE__CONNECTION", raising=False)
+    # tally-reporting's main points prometheus_client at a directory of its own (and
+    # removes it): undone after each test, or /metrics of later tests would read it.
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
 
 
 # -- unknown options and sections ---------------------------------------------------------
@@ -210,7 +213,6 @@ def test_tally_reporting_hands_gunicorn_the_parsed_address(
         return RecordingServer()
 
     monkeypatch.setattr(serve, "_gunicorn_app", recording_app)
-    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
