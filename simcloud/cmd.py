@@ -118,10 +118,12 @@ def _drive(args: argparse.Namespace) -> int:
         return 2
     token = None
     if args.token_file:
+        from reporting.token_file import TokenFileError, read_token_file
+
         try:
-            token = Path(args.token_file).read_text().strip()
-        except OSError as exc:
-            print(f"tally-simcloud drive: cannot read --token-file: {exc}", file=sys.stderr)
+            token = read_token_file(args.token_file)  # the first line, as every client
+        except TokenFileError as exc:
+            print(f"tally-simcloud drive: --token-file {exc}", file=sys.stderr)
             return 2
     clock = driver.HttpClock(args.sim_url)
     try:
