@@ -138,7 +138,7 @@ def main() -> int:
     try:
         clouds_yaml = world.write_clouds_yaml(workdir / "clouds.yaml")
         os.environ["OS_CLIENT_CONFIG_FILE"] = str(clouds_yaml)
-        clouds_file = workdir / "clouds-file.yaml"
+        clouds_file = workdir / "tally-clouds.yaml"
         clouds_file.write_text(yaml.safe_dump({"clouds": [{
             "name": "bench", "platform": "openstack", "adapter": "openstack",
             "adapter_config": {"os_cloud": "sim-admin", "include_octavia": True}}]}))

@@ -1,19 +1,27 @@
-"""``tally-collector --config-file F``: run the notification collector until SIGTERM."""
+"""``tally-collector --config-file F``: run the notification collector until SIGTERM.
+
+Nothing but the standard library is imported at module level: oslo.messaging
+imports eventlet, which warns in nine lines on every start, ``--help`` and error
+unless that one warning is filtered before the import.
+"""
 
 from __future__ import annotations
 
 import gc
+import logging
 import signal
 import sys
 import threading
+import warnings
 from types import FrameType
 
-import oslo_messaging
-from oslo_config import cfg
-from oslo_log import log
+PROG = "tally-collector"
+LOG = logging.getLogger("collector")
 
-from collector import opts
-from collector.errors import ConfigurationError
+
+def quiet_eventlet_warning() -> None:
+    """Filter eventlet's deprecation notice (only that one) before oslo.messaging loads."""
+    warnings.filterwarnings("ignore", message=r"(?s)\s*Eventlet is deprecated")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -21,15 +29,36 @@ def _one_line(exc: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_eventlet_warning()
+    import oslo_messaging
+    from oslo_config import cfg
+    from oslo_log import log
+
+    from collector import opts
+    from collector.errors import ConfigurationError
+    from reporting.config_check import UnknownSettingError, check_config_files, redact_url
+
     conf = cfg.ConfigOpts()
     opts.register_opts(conf)
     log.register_options(conf)
     try:
-        conf(sys.argv[1:] if argv is None else argv, project="tally", prog="tally-collector")
-        log.setup(conf, "tally-collector")
+        conf(sys.argv[1:] if argv is None else argv, project="tally", prog=PROG)
+        # Tally's own sections now; the library sections once the transport loaded
+        # the driver that registers their options.
+        check_config_files(conf, lenient=(), only=("collector",))
+        log.setup(conf, PROG)
         from collector.service import Collector  # after logging is set up
 
         collector = Collector(conf)
+        for warning in check_config_files(conf, only=("DEFAULT", "oslo_messaging_rabbit",
+                                                      "oslo_messaging_notifications")):
+            LOG.warning("%s", warning.removeprefix("WARNING: "))
+        try:
+            broker = conf.oslo_messaging_notifications.transport_url or conf.transport_url
+        except cfg.NoSuchOptError:  # no transport built (tests replace the Collector)
+            broker = None
+        LOG.info("broker: %s", redact_url(broker))
+        LOG.info("Reporting API: %s", conf.collector.reporting_url)
         stop = threading.Event()
 
         def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -44,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         gc.collect()
         gc.freeze()
         collector.start()
-    except (cfg.Error, ConfigurationError, oslo_messaging.InvalidTransportURL) as exc:
-        print(f"tally-collector: configuration error: {_one_line(exc)}", file=sys.stderr)
+    except (cfg.Error, ConfigurationError, UnknownSettingError,
+            oslo_messaging.InvalidTransportURL) as exc:
+        print(f"{PROG}: configuration error: {_one_line(exc)}", file=sys.stderr)
         return 2
     while not stop.wait(1.0):
         pass

@@ -22,7 +22,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from urllib.parse import urlsplit
 
 import orjson
 import requests
@@ -32,6 +31,8 @@ from collector.backlog import BacklogSignal
 from collector.buffer import BufferedEvent, EventBuffer
 from collector.errors import ConfigurationError
 from collector.metrics import CollectorMetrics
+from reporting.api_url import ApiUrlError, check_base_url, describe_request_error
+from reporting.token_file import TokenFileError, read_token_file
 
 LOG = logging.getLogger(__name__)
 
@@ -96,30 +97,20 @@ class DeliveryRefused(Exception):
 
 
 def events_url(reporting_url: str) -> str:
-    parts = urlsplit(reporting_url or "")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError(
-            f"[collector] reporting_url {reporting_url!r} is not an http(s) URL "
-            "(e.g. http://127.0.0.1:8779)")
     try:
-        parts.port  # noqa: B018 - raises on a malformed port
-    except ValueError:
-        raise ConfigurationError(
-            f"[collector] reporting_url {reporting_url!r} has a malformed port") from None
-    return reporting_url.rstrip("/") + "/v1/events"
+        return check_base_url("[collector] reporting_url", reporting_url) + "/v1/events"
+    except ApiUrlError as exc:
+        raise ConfigurationError(str(exc)) from None
 
 
 def read_token(path: str | None) -> str | None:
+    """The token file's first line: the one rule of every Tally token file."""
     if not path:
         return None
     try:
-        with open(path, encoding="utf-8") as handle:
-            token = handle.read().strip()
-    except OSError as exc:
-        raise ConfigurationError(f"[collector] token_file cannot be read: {exc}") from None
-    if not token:
-        raise ConfigurationError(f"[collector] token_file {path} is empty")
-    return token
+        return read_token_file(path)
+    except TokenFileError as exc:
+        raise ConfigurationError(f"[collector] token_file {exc}") from None
 
 
 class Delivery:
@@ -363,9 +354,10 @@ class Delivery:
             return self._session().post(self._url, data=body.encode("utf-8"),
                                         timeout=self._timeout)
         except requests.Timeout as exc:
-            raise DeliveryRefused("timeout", str(exc)) from None
+            raise DeliveryRefused("timeout", describe_request_error(exc, self._url)) from None
         except requests.RequestException as exc:
-            raise DeliveryRefused("connection", str(exc)) from None
+            # requests' text holds urllib3's twice (~600 characters): one reason instead.
+            raise DeliveryRefused("connection", describe_request_error(exc, self._url)) from None
 
     def _settle(self, items: list[BufferedEvent], response: requests.Response) -> int:
         try:

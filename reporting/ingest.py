@@ -99,7 +99,7 @@ def ingest(
     if stored:
         planner_statistics.after_stored(factory)
     results = _results(items, checked, valid, stored)
-    _count(items, checked, results)
+    _count(items, checked, results, replay=not dead_letter)
     return results
 
 
@@ -239,7 +239,8 @@ def _results(
     return results
 
 
-def _count(items: Sequence[Any], checked: list[ValidEvent | str], results: list[ItemResult]) -> None:
+def _count(items: Sequence[Any], checked: list[ValidEvent | str], results: list[ItemResult],
+           *, replay: bool = False) -> None:
     counts: collections.Counter[tuple[str, str, str]] = collections.Counter()
     received: set[str] = set()
     for result, outcome in zip(results, checked, strict=True):
@@ -255,7 +256,10 @@ def _count(items: Sequence[Any], checked: list[ValidEvent | str], results: list[
         if result.status == "stored":
             received.add(cloud)
     for (cloud, source, outcome_name), n in counts.items():
-        metrics.INGEST_EVENTS.labels(cloud=cloud, source=source, outcome=outcome_name).inc(n)
+        if replay:
+            metrics.REPLAYED_EVENTS.labels(cloud=cloud, outcome=outcome_name).inc(n)
+        else:
+            metrics.INGEST_EVENTS.labels(cloud=cloud, source=source, outcome=outcome_name).inc(n)
     now = time.time()
     for cloud in received:
         metrics.EVENTS_LAST_RECEIVED.labels(cloud=cloud).set(now)

@@ -25,6 +25,15 @@ INGEST_EVENTS = Counter(
     "Events offered to ingest, by cloud, source and outcome (stored, duplicate, rejected).",
     ["cloud", "source", "outcome"],
 )
+# Dead-letter replays are counted here and not in INGEST_EVENTS: an event refused,
+# then replayed, is one event offered once (the rejected share stays a share of what
+# arrived), and a replay that fails again is not a second rejection.
+REPLAYED_EVENTS = Counter(
+    "tally_ingest_replayed_events",
+    "Dead-letter rows replayed into ingest, by cloud and outcome (stored, duplicate, "
+    "rejected); not counted in tally_ingest_events_total.",
+    ["cloud", "outcome"],
+)
 EVENTS_LAST_RECEIVED = Gauge(
     "tally_events_last_received_timestamp",
     "Unix time of the newest stored event per cloud.",

@@ -8,12 +8,16 @@ apply as under tally-reporting).  Under several worker processes, set
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
 from flask import Flask
 
-from reporting.cmd import ConfigError, load_conf
+from reporting.cmd import ConfigError, check_settings, load_conf, require_database
+
+PROG = "tally-reporting-wsgi"
+LOG = logging.getLogger(__name__)
 
 
 def load_application(environ: dict[str, str] | None = None) -> Flask:
@@ -21,10 +25,14 @@ def load_application(environ: dict[str, str] | None = None) -> Flask:
     path = env.get("TALLY_CONFIG_FILE")
     if not path:
         raise ConfigError("TALLY_CONFIG_FILE must name the configuration file")
-    conf = load_conf([], prog="tally-reporting-wsgi", config_files=[path], environ=env)
+    conf = load_conf([], prog=PROG, config_files=[path], environ=env)
+    database = require_database(conf)
     from reporting.app import create_app
 
-    return create_app(conf)
+    app = create_app(conf)
+    check_settings(conf, PROG, only=("keystone_authtoken",))
+    LOG.info("database: %s", database)
+    return app
 
 
 def __getattr__(name: str) -> Any:

@@ -1,7 +1,9 @@
 """``tally-simcloud``: serve the simulated OpenStack world (docs/simcloud.md).
 
     tally-simcloud serve --seed N --scale N --bind HOST:PORT --write-clouds-yaml PATH
-                         [--transport-url URL --loss P --duplicate P --reorder]
+                         [--write-tally-clouds PATH --cloud NAME]
+                         [--transport-url URL --exchange-prefix P --loss P --duplicate P
+                          --reorder]
                          [--tally-url URL --token-ttl S]
     tally-simcloud drive --sim-url URL [--reporting-url URL --cloud NAME --token-file F]
                          [--step-s 600 --until T]
@@ -13,14 +15,15 @@ import argparse
 import datetime as dt
 import logging
 import sys
+import warnings
 from pathlib import Path
 
 import requests
+import yaml
 
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from simcloud import driver
-from simcloud.config import ConfigError, WorldConfig
-from simcloud.server import SimCloudServer
+from simcloud.config import STOCK_EXCHANGES, ConfigError, WorldConfig
 
 LOG = logging.getLogger("simcloud")
 
@@ -65,13 +68,25 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--bind", type=_bind, default=("127.0.0.1", 0),
                        help="HOST:PORT to listen on (port 0: a free one)")
     serve.add_argument("--write-clouds-yaml", metavar="PATH",
-                       help="write sim-admin, sim-member, sim-admin-readonly and sim-tally-service here")
+                       help="write OpenStack's clouds.yaml (entries sim-admin, sim-member, "
+                       "sim-admin-readonly and sim-tally-service) here: what "
+                       "OS_CLIENT_CONFIG_FILE names")
     serve.add_argument("--tally-url", metavar="URL",
                        help="list this Reporting API in keystone's catalog "
                        "(service type usage-history)")
     serve.add_argument("--token-ttl", type=float, default=3600.0, metavar="S",
                        help="seconds a keystone token lives (default 3600)")
+    serve.add_argument("--write-tally-clouds", metavar="PATH",
+                       help="write Tally's clouds file ([sync] clouds_file, e.g. "
+                       "tally-clouds.yaml) here: cloud --cloud on entry sim-admin, marked "
+                       "clock: simulated (every sync must be told --at)")
+    serve.add_argument("--cloud", default="sim",
+                       help="the cloud's name in Tally, for --write-tally-clouds (default sim)")
     serve.add_argument("--transport-url", help="oslo.messaging URL to publish notifications to")
+    serve.add_argument("--exchange-prefix", default="", metavar="P",
+                       help="publish on exchanges P+nova, P+cinder, ... instead of the stock "
+                       "ones every consumer of a shared broker reads (better still: a "
+                       "vhost of its own in --transport-url)")
     serve.add_argument("--loss", type=_probability, default=0.0)
     serve.add_argument("--duplicate", type=_probability, default=0.0)
     serve.add_argument("--reorder", action="store_true")
@@ -94,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # oslo.messaging imports eventlet, which warns in nine lines on every start.
+    warnings.filterwarnings("ignore", message=r"(?s)\s*Eventlet is deprecated")
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -108,10 +125,12 @@ def _drive(args: argparse.Namespace) -> int:
         return 2
     token = None
     if args.token_file:
+        from reporting.token_file import TokenFileError, read_token_file
+
         try:
-            token = Path(args.token_file).read_text().strip()
-        except OSError as exc:
-            print(f"tally-simcloud drive: cannot read --token-file: {exc}", file=sys.stderr)
+            token = read_token_file(args.token_file)  # the first line, as every client
+        except TokenFileError as exc:
+            print(f"tally-simcloud drive: --token-file {exc}", file=sys.stderr)
             return 2
     clock = driver.HttpClock(args.sim_url)
     try:
@@ -132,14 +151,37 @@ def _drive(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def write_tally_clouds(path: str, cloud: str) -> Path:
+    """Tally's clouds file for this simulated cloud (adapter entry sim-admin)."""
+    document = {"clouds": [{
+        "name": cloud, "platform": "openstack", "adapter": "openstack", "clock": "simulated",
+        "adapter_config": {"os_cloud": "sim-admin", "include_octavia": True}}]}
+    target = Path(path)
+    target.write_text("# Tally's clouds file ([sync] clouds_file), written by tally-simcloud.\n"
+                      "# clock: simulated - every sync of this cloud must be told its instant\n"
+                      "# (tally-sync --at T, T from GET /_sim/clock).\n"
+                      + yaml.safe_dump(document, sort_keys=False))
+    return target
+
+
+def world_config(args: argparse.Namespace) -> WorldConfig:
+    """The world ``serve`` runs; ConfigError for values it cannot use."""
+    prefix = args.exchange_prefix
+    return WorldConfig(seed=args.seed, scale=args.scale, start=args.start, days=args.days,
+                       empty_start=args.empty_start, loss=args.loss,
+                       duplicate=args.duplicate, reorder=args.reorder,
+                       transport_url=args.transport_url,
+                       exchanges={s: prefix + s for s in STOCK_EXCHANGES} if prefix else {},
+                       hidden_image_fraction=args.hidden_images,
+                       ownerless_image_fraction=args.ownerless_images)
+
+
 def _serve(args: argparse.Namespace) -> int:
+    from simcloud.server import SimCloudServer  # imports oslo.messaging
+
+    prefix = args.exchange_prefix
     try:
-        config = WorldConfig(seed=args.seed, scale=args.scale, start=args.start, days=args.days,
-                             empty_start=args.empty_start, loss=args.loss,
-                             duplicate=args.duplicate, reorder=args.reorder,
-                             transport_url=args.transport_url,
-                             hidden_image_fraction=args.hidden_images,
-                             ownerless_image_fraction=args.ownerless_images)
+        config = world_config(args)
     except ConfigError as exc:
         print(f"tally-simcloud: {exc}", file=sys.stderr)
         return 2
@@ -157,14 +199,27 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     if args.write_clouds_yaml:
         path = server.write_clouds_yaml(args.write_clouds_yaml)
-        LOG.info("wrote %s (entries sim-admin, sim-member, sim-admin-readonly, "
-                 "sim-tally-service)", path)
+        LOG.info("wrote OpenStack's clouds.yaml %s (entries sim-admin, sim-member, "
+                 "sim-admin-readonly, sim-tally-service)", path)
+    if args.write_tally_clouds:
+        path = write_tally_clouds(args.write_tally_clouds, args.cloud)
+        LOG.info("wrote Tally's clouds file %s (cloud %s, clock: simulated)", path, args.cloud)
+    LOG.info("broker: %s; exchanges %s", _redact(args.transport_url) or "(none: nothing published)",
+             ",".join(prefix + s for s in STOCK_EXCHANGES))
     LOG.info("serving %s; clock at %s", server.base_url, server.world.clock_document()["at"])
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _redact(url: str | None) -> str | None:
+    if not url:
+        return None
+    from reporting.config_check import redact_url
+
+    return redact_url(url)
 
 
 if __name__ == "__main__":  # pragma: no cover

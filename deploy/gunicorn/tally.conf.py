@@ -22,6 +22,7 @@ import shutil
 import tempfile
 
 from reporting.cmd import load_conf
+from reporting.cmd.bind import format_bind, parse_bind
 
 _config_file = os.environ.get("TALLY_CONFIG_FILE")
 if not _config_file:
@@ -34,7 +35,8 @@ if _own_metrics_dir:
 _conf = load_conf([], prog="tally-reporting-gunicorn", config_files=[_config_file])
 
 wsgi_app = "reporting.wsgi:application"
-bind = [_conf.api.bind]
+# Parsed as tally-reporting parses it (a host alone listens on 8779, not gunicorn's 8000).
+bind = [format_bind(*parse_bind(_conf.api.bind))]
 workers = _conf.api.workers
 # gthread: a synchronous sync run holds one thread for up to [sync] budget_s + 15 s
 # while the worker's other threads keep serving ingest and queries.

@@ -26,6 +26,7 @@ from flask import Flask, current_app, g, request
 from oslo_config import cfg
 
 from reporting.api.errors import ApiError
+from reporting.token_file import unusable_token_reason
 
 LOG = logging.getLogger(__name__)
 
@@ -105,9 +106,20 @@ def load_tokens(path: str | None) -> dict[str, Caller]:
     if not isinstance(document, dict) or not document:
         raise AuthConfigError(f"[api] tokens_file {path} must map tokens to roles")
     tokens: dict[str, Caller] = {}
-    for token, value in document.items():
+    for number, (token, value) in enumerate(document.items(), start=1):
+        if isinstance(token, (int, float)) and not isinstance(token, bool):
+            raise AuthConfigError(
+                f"[api] tokens_file {path}: entry {number}: the token {token!r} is read as a "
+                f"number: quote it (\"{token}\": {value})")
         if not isinstance(token, str) or not token.strip():
-            raise AuthConfigError(f"[api] tokens_file {path}: a token is not a non-empty string")
+            raise AuthConfigError(
+                f"[api] tokens_file {path}: entry {number}: the token is not a non-empty "
+                "string (quote it)")
+        reason = unusable_token_reason(token)
+        if reason is None and token != token.strip():
+            reason = "starts or ends with white space, which a client's header loses"
+        if reason:
+            raise AuthConfigError(f"[api] tokens_file {path}: entry {number}: the token {reason}")
         tokens[token] = _caller_of(path, value)
     return tokens
 

@@ -25,6 +25,13 @@ def error_response(status: int, code: str, message: str) -> tuple[Response, int]
     return jsonify({"error": {"code": code, "message": message}}), status
 
 
+def database_reason(exc: BaseException) -> str:
+    """The driver's first line (e.g. "connection to server at ... failed: Connection
+    refused"): what the operator needs, without the statement or its parameters."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def init_app(app: Flask) -> None:
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError) -> tuple[Response, int]:
@@ -41,7 +48,7 @@ def init_app(app: Flask) -> None:
     def _database_unavailable(exc: Exception) -> tuple[Response, int]:
         # The database refused or dropped the connection (or the pool ran dry): a
         # condition to retry, not a bug; the collector backs off on 503.
-        LOG.error("database unavailable: %s", type(exc).__name__)
+        LOG.error("database unavailable: %s: %s", type(exc).__name__, database_reason(exc))
         return error_response(503, "database_unavailable", "the database is unavailable")
 
     @app.errorhandler(Exception)

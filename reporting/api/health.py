@@ -17,7 +17,7 @@ from flask import Blueprint, Response
 from sqlalchemy.exc import SQLAlchemyError
 
 from reporting import metrics
-from reporting.api.errors import ApiError
+from reporting.api.errors import ApiError, database_reason
 from reporting.db.session import app_engine
 
 LOG = logging.getLogger(__name__)
@@ -41,7 +41,8 @@ def readyz() -> dict[str, Any]:
         at_head = migrations.is_at_head(engine)
     except SQLAlchemyError as exc:
         # The reason goes to the operator's log, not to the caller.
-        LOG.warning("readyz: database unreachable: %s", type(exc).__name__)
+        LOG.warning("readyz: database unreachable: %s: %s", type(exc).__name__,
+                    database_reason(exc))
         raise ApiError(503, "not_ready", "database unreachable") from None
     if not at_head:
         raise ApiError(503, "not_ready", "database migrations are not at head")

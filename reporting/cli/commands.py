@@ -41,10 +41,25 @@ RESOURCE_COLUMNS = [table.field(name) for name in (
       table.field("created_at"), table.field("deleted_at")]
 
 
+class UnknownResourceType(Exception):
+    """A --type that names no registered resource type and matches nothing (a typo)."""
+
+
+def _check_resource_type(client: ApiClient, resource_type: str) -> None:
+    """An empty answer for a type the API does not know is a typo, not an empty cloud."""
+    known = sorted({str(row.get("resource_type"))
+                    for row in client.pages("/v1/resource-types", {}, None)})
+    if resource_type not in known:
+        raise UnknownResourceType(f"--type {resource_type!r} is not a resource type the "
+                                  f"Reporting API knows ({', '.join(known)})")
+
+
 def inventory(client: ApiClient, args: argparse.Namespace) -> Output:
     params = {"cloud": args.cloud, "resource_type": args.resource_type,
               "project_id": args.project, "live": _flag(args.live), "as_of": args.as_of}
     items = client.pages("/v1/resources", params, args.limit, args.page_size)
+    if not items and args.resource_type:
+        _check_resource_type(client, args.resource_type)
     return Output(items, RESOURCE_COLUMNS, items)
 
 
@@ -53,12 +68,19 @@ def resource(client: ApiClient, args: argparse.Namespace) -> Output:
     return Output(row, RESOURCE_COLUMNS, [row])
 
 
+def _provider_event_type(row: Mapping[str, Any]) -> Any:
+    """The OpenStack notification a collector event came from (none for a correction)."""
+    provider = (row.get("payload") or {}).get("provider")
+    return provider.get("oslo_event_type") if isinstance(provider, dict) else None
+
+
 def history(client: ApiClient, args: argparse.Namespace) -> Output:
     items = client.pages(_resource_path(args) + "/events", {}, args.limit, args.page_size)
     columns = [table.field("timestamp"), table.field("event_type"), table.field("source"),
                table.field("project_id"), ("state", lambda row: row["payload"].get("state")),
                ("size", lambda row: row["payload"].get("size")),
-               table.field("received_at"), table.field("event_id")]
+               table.field("received_at"), table.field("event_id"),
+               ("openstack_event_type", _provider_event_type)]
     return Output(items, columns, items)
 
 
@@ -119,8 +141,15 @@ def _run_stats(row: Mapping[str, Any]) -> dict[str, Any]:
             if name in stats}
 
 
+def _run_errors(row: Mapping[str, Any]) -> str | None:
+    """A failed run's reasons, one after another (what an operator acts on)."""
+    errors = (row.get("stats") or {}).get("errors") or []
+    return "; ".join(" ".join(str(error).split()) for error in errors) or None
+
+
 def sync_runs(client: ApiClient, args: argparse.Namespace) -> Output:
     items = client.pages("/v1/sync-runs", {"cloud": args.cloud}, args.limit, args.page_size)
     columns = [table.field(name) for name in ("id", "cloud", "status", "started_at",
-                                               "completed_at")] + [("stats", _run_stats)]
+                                               "completed_at")] + [("stats", _run_stats),
+                                                                   ("errors", _run_errors)]
     return Output(items, columns, items)

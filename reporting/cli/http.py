@@ -7,6 +7,8 @@ from typing import Any
 
 import requests
 
+from reporting.api_url import describe_request_error
+
 # The API refuses a page larger than this.
 MAX_PAGE = 1000
 
@@ -57,7 +59,7 @@ class ApiClient:
                                             timeout=self.timeout)
         except requests.ConnectionError as exc:
             raise Unreachable(f"cannot reach the Reporting API at {self.base_url}: "
-                              f"{_reason(exc)}") from None
+                              f"{describe_request_error(exc, self.base_url)}") from None
         except requests.Timeout:
             raise Unreachable(f"the Reporting API at {self.base_url} did not answer "
                               f"within {self.timeout:g} s") from None

@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from reporting.api_url import ApiUrlError, check_base_url
 from reporting.cli import commands, keystone, table
 from reporting.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
 from reporting.token_file import TokenFileError, read_token_file
@@ -172,10 +173,19 @@ def _bearer_token(args: argparse.Namespace) -> str | None:
         raise UsageError(f"token file {exc}") from None
 
 
+def _base_url(url: str) -> str:
+    try:
+        return check_base_url("--url (or TALLY_URL)", url)
+    except ApiUrlError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _client(args: argparse.Namespace) -> ApiClient:
     """Options beat the environment: --token, --token-file, --os-cloud, then
     TALLY_TOKEN, TALLY_TOKEN_FILE, OS_CLOUD."""
     url = args.url or os.environ.get("TALLY_URL")
+    if url:
+        url = _base_url(url)
     cloud = args.os_cloud
     token = None if cloud else _bearer_token(args)
     if token is None and not cloud:
@@ -209,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         client = _client(args)
         output = handler(client, args)
-    except UsageError as exc:
+    except (UsageError, commands.UnknownResourceType) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     except ApiError as exc:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from oslo_config import cfg, types
@@ -79,7 +79,36 @@ def load_conf(
         raise ConfigError(str(exc).splitlines()[0]) from None
     apply_env_aliases(conf, os.environ if environ is None else environ)
     _check_values(conf)
+    check_settings(conf, prog)
     return conf
+
+
+def check_settings(conf: cfg.ConfigOpts, prog: str, *, only: Collection[str] | None = None) -> None:
+    """An unknown Tally option or section is a ConfigError; an unknown option of a
+    library's section a warning on stderr (``reporting.config_check`` says why)."""
+    from reporting.config_check import UnknownSettingError, check_config_files
+
+    try:
+        warnings = check_config_files(conf, only=only)
+    except UnknownSettingError as exc:
+        raise ConfigError(str(exc)) from None
+    for warning in warnings:
+        print(f"{prog}: {warning}", file=sys.stderr)
+
+
+def require_database(conf: cfg.ConfigOpts) -> str:
+    """The configured database URL, credentials redacted; a ConfigError when
+    ``[database] connection`` was never set (its default, an SQLite file in the
+    working directory, is for the demo and development, never guessed by a command)."""
+    from reporting.config_check import redact_url
+
+    location = conf.get_location("connection", "database")
+    if location is None or location.location == cfg.Locations.opt_default:
+        raise ConfigError(
+            "[database] connection is not set: set it to "
+            "postgresql+psycopg://USER:PASSWORD@HOST/DBNAME (or to sqlite:////PATH/tally.sqlite "
+            "to run on SQLite on purpose)")
+    return redact_url(conf.database.connection)
 
 
 def one_line(exc: BaseException) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from oslo_config import cfg
 
-from reporting.cmd import ConfigError, load_conf, one_line
+from reporting.cmd import ConfigError, load_conf, one_line, require_database
 
 PROG = "tally-manage"
 
@@ -24,10 +24,26 @@ def _add_commands(subparsers: argparse._SubParsersAction) -> None:
     actions.add_parser("current", help="print the revision the database is at")
 
 
+def _refuse_missing_sqlite_file(url: str) -> None:
+    """``db current`` on an SQLite file that does not exist would create it and report
+    "at base": a typo in the path is refused instead."""
+    import sqlalchemy as sa
+
+    parsed = sa.engine.make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        from pathlib import Path
+
+        if not Path(parsed.database).exists():
+            raise ConfigError(f"[database] connection names the SQLite file {parsed.database}, "
+                              "which does not exist (db upgrade creates it)")
+
+
 def _run(conf: cfg.ConfigOpts) -> str:
     from reporting.db import migrations
 
     action = conf.command.action
+    if action == "current":
+        _refuse_missing_sqlite_file(conf.database.connection)
     if action == "upgrade":
         migrations.upgrade(conf, conf.command.revision)
     elif action == "downgrade":
@@ -44,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = cfg.SubCommandOpt("command", title="commands", handler=_add_commands)
     try:
         conf = load_conf(argv, prog=PROG, cli_opts=[command])
+        print(f"database: {require_database(conf)}")
         print(_run(conf))
     except ConfigError as exc:
         print(f"{PROG}: configuration error: {exc}", file=sys.stderr)

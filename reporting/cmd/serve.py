@@ -19,7 +19,7 @@ from typing import Any
 
 from oslo_config import cfg
 
-from reporting.cmd import ConfigError, load_conf, one_line
+from reporting.cmd import ConfigError, check_settings, load_conf, one_line, require_database
 
 PROG = "tally-reporting"
 LOG = logging.getLogger(__name__)
@@ -28,8 +28,10 @@ serve_opts: list[cfg.Opt] = [
     cfg.StrOpt(
         "bind",
         default="127.0.0.1:8779",
-        help="HOST:PORT the Reporting API listens on (port 0 picks a free port; the "
-        "log line 'Listening at' names it).",
+        help="HOST:PORT the Reporting API listens on ([::1]:8779 for IPv6; a host "
+        "alone listens on port 8779; port 0 picks a free port, named by the log line "
+        "'Listening at'). Checked at start: an address that cannot be listened on "
+        "stops the start.",
     ),
     cfg.IntOpt("workers", default=2, min=1, help="gunicorn worker processes."),
     cfg.IntOpt(
@@ -86,10 +88,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             conf = load_conf(argv, prog=PROG)
+            database = require_database(conf)
+            from reporting.cmd.bind import check_bind
+
+            bind = check_bind(conf.api.bind)
+            conf.set_override("bind", bind, group="api")  # what gunicorn gets: HOST:PORT
             from reporting.app import create_app
             from reporting.db.session import ENGINE_KEY
 
             flask_app = create_app(conf)
+            # keystonemiddleware registers [keystone_authtoken] when the app builds it.
+            check_settings(conf, PROG, only=("keystone_authtoken",))
             # Workers open their own connections after the fork.
             flask_app.extensions[ENGINE_KEY].dispose()
         except ConfigError as exc:
@@ -98,7 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001 - one clear line for the operator
             print(f"{PROG}: configuration error: {one_line(exc)}", file=sys.stderr)
             return 2
-        LOG.info("serving the Reporting API on %s with %s workers", conf.api.bind, conf.api.workers)
+        LOG.info("database: %s", database)
+        LOG.info("clouds file: %s", conf.sync.clouds_file or "(none: every sync answers 404)")
+        LOG.info("serving the Reporting API on http://%s with %s workers", bind, conf.api.workers)
         LOG.info("prometheus multiprocess directory %s", metrics_dir)
         # The workers fork from this process: what start-up built is frozen out of
         # their full garbage collections (each one would traverse it all, holding

@@ -4,6 +4,10 @@ What a CronJob or a systemd timer runs.  It calls ``POST /internal/sync/{cloud}`
 of the Reporting API at ``[sync] api_url`` with the admin token in ``[sync]
 token_file``, one cloud after another (every cloud of the clouds file when none is
 named), prints one line per run and exits 1 if any run did not complete.
+
+At start it checks ``[sync] api_url`` and names the API it calls.  A cloud marked
+``clock: simulated`` in the clouds file (``tally-simcloud``) needs ``--at``: a run
+booked at wall time would top the run list of a simulated month forever.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import requests
 from oslo_config import cfg
 
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
-from reporting.cmd import ConfigError, load_conf, one_line
+from reporting.api_url import ApiUrlError, check_base_url, describe_request_error
+from reporting.cmd import ConfigError, load_conf
 from reporting.token_file import TokenFileError, read_token_file
 
 PROG = "tally-sync"
@@ -41,34 +46,70 @@ def _token(conf: cfg.ConfigOpts) -> str | None:
         raise ConfigError(f"[sync] token_file {exc}") from None
 
 
-def _clouds(conf: cfg.ConfigOpts) -> list[str]:
-    if conf.cloud:
-        return list(conf.cloud)
+def _clouds(conf: cfg.ConfigOpts, at: str | None) -> list[str]:
     from reporting.sync.clouds import CloudsFileError, load_clouds_file
 
     try:
-        clouds = list(load_clouds_file(conf.sync.clouds_file))
+        # Read even when clouds are named: it says which clouds need --at.
+        entries = load_clouds_file(conf.sync.clouds_file)
     except CloudsFileError as exc:
-        raise ConfigError(str(exc)) from None
+        if conf.cloud:
+            entries = {}  # the API checks the names; this host may lack the file
+        else:
+            raise ConfigError(str(exc)) from None
+    clouds = list(conf.cloud) or list(entries)
     if not clouds:
         raise ConfigError("no cloud to sync: name one or set [sync] clouds_file")
+    simulated = [name for name in clouds if name in entries and entries[name].clock == "simulated"]
+    if simulated and at is None:
+        raise ConfigError(
+            f"cloud {simulated[0]!r} runs on a simulated clock (clock: simulated in "
+            f"{conf.sync.clouds_file}): pass --at T, T from the simulated cloud's "
+            "GET /_sim/clock")
     return clouds
 
 
-def _describe(cloud: str, response: requests.Response) -> tuple[bool, str]:
+def _deferred(value: object) -> str:
+    if not isinstance(value, dict):
+        return str(value)
+    total = sum(count for count in value.values() if isinstance(count, int))
+    parts = ", ".join(f"{reason} {count}" for reason, count in sorted(value.items()) if count)
+    return f"{total} ({parts})" if parts else str(total)
+
+
+def _reasons(base_url: str, headers: dict[str, str], cloud: str, run_id: str) -> str:
+    """The failed run's reasons, read back from GET /v1/sync-runs (best effort)."""
+    try:
+        response = requests.get(f"{base_url}/v1/sync-runs", params={"cloud": cloud, "limit": "50"},
+                                headers=headers, timeout=30)
+        runs = response.json().get("items", []) if response.status_code == 200 else []
+    except (requests.RequestException, ValueError, AttributeError):
+        runs = []
+    for run in runs:
+        if isinstance(run, dict) and run.get("id") == run_id:
+            errors = (run.get("stats") or {}).get("errors") or []
+            return "; ".join(" ".join(str(error).split()) for error in errors)
+    return "its reasons are in GET /v1/sync-runs"
+
+
+def _describe(cloud: str, response: requests.Response, base_url: str,
+              headers: dict[str, str]) -> tuple[bool, str]:
     try:
         body = response.json()
     except ValueError:
+        body = {}
+    if not isinstance(body, dict):
         body = {}
     if response.status_code == 200:
         stats = body.get("stats", {})
         return True, (f"{cloud}: run {body.get('id')} completed: created {stats.get('created')}, "
                       f"updated {stats.get('updated')}, deleted {stats.get('deleted')}, "
-                      f"deferred {stats.get('deferred')}")
+                      f"deferred {_deferred(stats.get('deferred'))}")
     if response.status_code == 500 and "run_id" in body:
-        return False, (f"{cloud}: run {body['run_id']} failed; its reasons are in "
-                       "GET /v1/sync-runs")
-    message = body.get("error", {}).get("message") if isinstance(body, dict) else None
+        reasons = _reasons(base_url, headers, cloud, str(body["run_id"]))
+        return False, f"{cloud}: run {body['run_id']} failed: {reasons}"
+    error = body.get("error")
+    message = error.get("message") if isinstance(error, dict) else None
     return False, f"{cloud}: HTTP {response.status_code}: {message or response.reason}"
 
 
@@ -85,22 +126,29 @@ def run(conf: cfg.ConfigOpts) -> int:
             at = format_timestamp(parse_timestamp(conf.at))
         except TimestampError as exc:
             raise ConfigError(f"--at: {exc}") from None
+    try:
+        base_url = check_base_url("[sync] api_url", conf.sync.api_url)
+    except ApiUrlError as exc:
+        raise ConfigError(str(exc)) from None
     headers = {}
     token = _token(conf)
     if token:
         headers["Authorization"] = f"Bearer {token}"
     timeout = float(conf.sync.budget_s) + RESPONSE_MARGIN_S
+    clouds = _clouds(conf, at)
+    print(f"Reporting API: {base_url}" + (f"; told instant {at}" if at else ""))
     failed = 0
-    for cloud in _clouds(conf):
-        url = f"{conf.sync.api_url.rstrip('/')}/internal/sync/{quote(cloud, safe='')}"
+    for cloud in clouds:
+        url = f"{base_url}/internal/sync/{quote(cloud, safe='')}"
         try:
             response = requests.post(url, params={"at": at} if at else None,
                                      headers=headers, timeout=timeout)
         except requests.RequestException as exc:
-            print(f"{cloud}: the Reporting API did not answer: {one_line(exc)}")
+            print(f"{cloud}: the Reporting API did not answer: "
+                  f"{describe_request_error(exc, base_url)}")
             failed += 1
             continue
-        ok, line = _describe(cloud, response)
+        ok, line = _describe(cloud, response, base_url, headers)
         print(line)
         failed += not ok
     return 1 if failed else 0

@@ -14,9 +14,11 @@ database_opts: list[cfg.Opt] = [
         "connection",
         default="sqlite:///tally.sqlite",
         secret=True,
-        help="SQLAlchemy URL of the reporting database. The default is an SQLite file "
-        "in the working directory (demo and development); use "
-        "postgresql+psycopg://user:password@host/dbname in production.",
+        help="SQLAlchemy URL of the reporting database: "
+        "postgresql+psycopg://user:password@host/dbname in production. Must be set: "
+        "tally-reporting and tally-manage refuse to start rather than use this default "
+        "(an SQLite file in the working directory); to run on SQLite, name the file "
+        "(sqlite:////var/lib/tally/tally.sqlite).",
     ),
     cfg.IntOpt("pool_size", default=5, min=1, help="Connections kept per process (PostgreSQL)."),
     cfg.IntOpt("max_overflow", default=10, min=0, help="Extra connections under load (PostgreSQL)."),

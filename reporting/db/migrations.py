@@ -8,6 +8,7 @@ tests use these functions; ``/readyz`` uses ``is_at_head``.
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -83,7 +84,17 @@ def revisions() -> list[str]:
 
 
 def is_at_head(engine: Engine) -> bool:
-    """True when the database behind ``engine`` is migrated to the chain's head."""
-    with engine.connect() as conn:
-        at = set(MigrationContext.configure(conn).get_current_heads())
-    return at == set(heads())
+    """True when the database behind ``engine`` is migrated to the chain's head.
+
+    Alembic logs its context ("Context impl ...", "Will assume transactional DDL")
+    at INFO each time; a readiness probe is no migration, so those lines are kept out
+    of the service's log."""
+    quiet = logging.getLogger("alembic")
+    level = quiet.level
+    quiet.setLevel(max(level, logging.WARNING))
+    try:
+        with engine.connect() as conn:
+            at = set(MigrationContext.configure(conn).get_current_heads())
+        return at == set(heads())
+    finally:
+        quiet.setLevel(level)

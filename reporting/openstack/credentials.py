@@ -50,6 +50,22 @@ def _is_app_credential(auth_type: str | None) -> bool:
     )
 
 
+def _refuse_tally_clouds_file(found: str) -> None:
+    """Tally's clouds file lists clouds under 'clouds'; openstacksdk would fail on it
+    with an AttributeError deep inside its loader."""
+    import yaml
+
+    try:
+        document = yaml.safe_load(Path(found).read_text())
+    except (OSError, yaml.YAMLError):
+        return  # the loader reports it in its own words
+    if isinstance(document, Mapping) and isinstance(document.get("clouds"), list):
+        raise RunAborted(
+            f"{found} is Tally's clouds file (a list of clouds), not OpenStack's clouds.yaml: "
+            "OS_CLIENT_CONFIG_FILE must name the clouds.yaml holding the credentials "
+            "([sync] clouds_file names Tally's)")
+
+
 def resolve_cloud(
     os_cloud: str, environ: Mapping[str, str] | None = None
 ) -> cloud_region.CloudRegion:
@@ -62,6 +78,7 @@ def resolve_cloud(
             f'resolving the clouds.yaml entry "{os_cloud}": no clouds.yaml found; '
             f"searched {', '.join(searched)}"
         )
+    _refuse_tally_clouds_file(found)
     overrides: dict[str, Any] = {}
     if env.get("OS_REGION_NAME"):
         overrides["region_name"] = env["OS_REGION_NAME"]

@@ -1,4 +1,4 @@
-"""The adapter's own settings (``adapter_config`` of a clouds-file entry), parsed strictly.
+"""The adapter's own settings (``adapter_config`` of an entry of Tally's clouds file), parsed strictly.
 
 Nothing validates them when the process starts: the framework has no hook for an
 adapter's settings, so a mistake surfaces on the first sync of that cloud, which

@@ -9,6 +9,7 @@ from ``sync_runs``).
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -30,6 +31,7 @@ SERVICE_KEY = "tally.sync"
 MARKER_TAG = "sync-runs"
 
 bp = Blueprint("sync", __name__)
+LOG = logging.getLogger(__name__)
 
 
 def init_app(app: Flask, conf: cfg.ConfigOpts) -> None:
@@ -53,6 +55,12 @@ def sync_cloud(cloud: str) -> tuple[Response, int]:
             at = parse_timestamp(raw).replace(tzinfo=None)
         except TimestampError as exc:
             raise ApiError(400, "bad_request", f"at: {exc}") from None
+    entry = _service().clouds.get(cloud)
+    if entry is not None and entry.clock == "simulated" and at is None:
+        raise ApiError(400, "bad_request",
+                       f"cloud {cloud!r} runs on a simulated clock (clock: simulated in the "
+                       "clouds file): tell the run its instant with ?at= (tally-sync --at T, "
+                       "T from the simulated cloud's GET /_sim/clock)")
     try:
         result = _service().run(cloud, at)
     except UnknownCloud:
@@ -60,6 +68,8 @@ def sync_cloud(cloud: str) -> tuple[Response, int]:
     except CloudBusy:
         raise ApiError(409, "conflict", f"another sync run of {cloud!r} is in progress") from None
     if result.status != "completed":
+        LOG.warning("sync run %s of %s failed: %s", result.run_id, cloud,
+                    "; ".join(str(reason) for reason in result.stats.get("errors", [])))
         body = {"error": {"code": "sync_failed",
                           "message": f"sync run {result.run_id} failed; see GET /v1/sync-runs"},
                 "run_id": result.run_id}

@@ -1,8 +1,12 @@
-"""The clouds file: which clouds a sync may run for, and with which adapter.
+"""Tally's clouds file (``tally-clouds.yaml``): which clouds a sync may run for, and
+with which adapter.
 
 Names, platforms and adapters are checked when the file is read (a bad file stops
 the service, naming the entry).  ``adapter_config`` is the adapter's own business
-and is parsed strictly at the first sync of the cloud.
+and is parsed strictly at the first sync of the cloud.  OpenStack's ``clouds.yaml``
+(credentials, read by the adapter) is another file: one given in place of the other
+is recognised and named.  ``clock: simulated`` marks a cloud whose clock is not the
+wall clock (``tally-simcloud``): a sync of it must be told its instant.
 """
 
 from __future__ import annotations
@@ -29,7 +33,10 @@ class CloudEntry:
     platform: str
     adapter: str
     adapter_config: Any
+    clock: str = "wall"  # "simulated": every sync must be told its instant (?at=)
 
+
+CLOCKS = ("wall", "simulated")
 
 AdapterFactory = Callable[[CloudEntry, float], Adapter]
 
@@ -58,9 +65,12 @@ def _entry(path: str, index: int, raw: Any) -> CloudEntry:
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_ID_LEN:
         raise CloudsFileError(f"{where}: name must be a non-empty string of at most 255 chars")
     where = f"clouds file {path}: cloud {name!r}"
-    unknown = sorted(set(raw) - {"name", "platform", "adapter", "adapter_config"})
+    unknown = sorted(set(raw) - {"name", "platform", "adapter", "adapter_config", "clock"})
     if unknown:
         raise CloudsFileError(f"{where}: unknown key(s) {', '.join(map(str, unknown))}")
+    clock = raw.get("clock", "wall")
+    if clock not in CLOCKS:
+        raise CloudsFileError(f"{where}: clock {clock!r} is not one of {', '.join(CLOCKS)}")
     adapter = raw.get("adapter")
     if not isinstance(adapter, str) or adapter not in ADAPTERS:
         raise CloudsFileError(
@@ -72,7 +82,25 @@ def _entry(path: str, index: int, raw: Any) -> CloudEntry:
             f"{where}: platform {platform!r} is not the platform of adapter {adapter!r} "
             f"({ADAPTERS[adapter][0]!r})"
         )
-    return CloudEntry(name, str(platform), adapter, raw.get("adapter_config"))
+    return CloudEntry(name, str(platform), adapter, raw.get("adapter_config"), clock)
+
+
+def _yaml_error(path: str, exc: yaml.YAMLError) -> CloudsFileError:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return CloudsFileError(f"clouds file {path} is not valid YAML{where}: {problem}")
+
+
+def _refuse_openstack_clouds_yaml(path: str, clouds: Any) -> None:
+    """OpenStack's clouds.yaml maps entry names to credentials under 'clouds'."""
+    if isinstance(clouds, Mapping):
+        raise CloudsFileError(
+            f"clouds file {path} looks like OpenStack's clouds.yaml (its 'clouds' maps "
+            f"names such as {next(iter(clouds), '?')!r} to credentials): [sync] "
+            "clouds_file names Tally's clouds file (tally-clouds.yaml, a list of "
+            "{name, platform, adapter, adapter_config}); OpenStack's clouds.yaml is "
+            "found through OS_CLIENT_CONFIG_FILE")
 
 
 def load_clouds_file(path: str | None) -> dict[str, CloudEntry]:
@@ -84,7 +112,9 @@ def load_clouds_file(path: str | None) -> dict[str, CloudEntry]:
     except OSError as exc:
         raise CloudsFileError(f"clouds file {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise CloudsFileError(f"clouds file {path} is not valid YAML: {exc}") from None
+        raise _yaml_error(path, exc) from None
+    if isinstance(document, Mapping):
+        _refuse_openstack_clouds_yaml(path, document.get("clouds"))
     if not isinstance(document, Mapping) or not isinstance(document.get("clouds"), list):
         raise CloudsFileError(f"clouds file {path} must hold a list under 'clouds'")
     clouds: dict[str, CloudEntry] = {}

@@ -9,9 +9,10 @@ from oslo_config import cfg
 sync_opts: list[cfg.Opt] = [
     cfg.StrOpt(
         "clouds_file",
-        help="YAML file listing the clouds to reconcile ({clouds: [{name, platform, "
-        "adapter, adapter_config}]}). Read and checked when the service starts; unset, "
-        "no cloud can be synced (every sync answers 404).",
+        help="Tally's clouds file (e.g. /etc/tally/tally-clouds.yaml; not OpenStack's "
+        "clouds.yaml): YAML listing the clouds to reconcile ({clouds: [{name, platform, "
+        "adapter, adapter_config, clock}]}). Read and checked when the service starts; "
+        "unset, no cloud can be synced (every sync answers 404).",
     ),
     cfg.FloatOpt(
         "budget_s",

@@ -15,7 +15,6 @@ import gc
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -29,6 +28,7 @@ from reporting.sync import lock, store
 from reporting.sync.clouds import CloudEntry, build_adapter
 from reporting.sync.observation import Adapter, Observation, ObserveRequest, RunAborted
 from reporting.sync.plan import ACTION_STAT, Plan, RunContext, plan_corrections
+from reporting.sync.run_ids import new_run_id
 from reporting.sync.window import deletion_window
 
 LOG = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ class SyncService:
             raise UnknownCloud(cloud)
         budget_s = float(self.conf.sync.budget_s)
         deadline = time.monotonic() + budget_s
-        run_id = str(uuid.uuid4())
+        run_id = new_run_id()
         started_at = at if at is not None else lock.utcnow()
         lease = dt.timedelta(seconds=budget_s) + LEASE_MARGIN
         if not lock.acquire(self.factory, cloud, run_id, lease):

@@ -65,7 +65,7 @@ class Reporting:
         self.url = f"http://127.0.0.1:{self.port}"
         tokens = workdir / "tokens.yaml"
         tokens.write_text(yaml.safe_dump(TOKENS))
-        clouds_file = workdir / "clouds-file.yaml"
+        clouds_file = workdir / "tally-clouds.yaml"
         clouds_file.write_text(yaml.safe_dump({"clouds": [{
             "name": cloud, "platform": "openstack", "adapter": "openstack",
             "adapter_config": {"os_cloud": os_cloud, "include_octavia": True}}]}))

@@ -215,11 +215,11 @@ def test_sync_runs_newest_first(api: Api, capsys: pytest.CaptureFixture[str]) ->
     rows = table_rows(out)
     assert code == 0
     assert rows == [
-        ["id", "cloud", "status", "started_at", "completed_at", "stats"],
+        ["id", "cloud", "status", "started_at", "completed_at", "stats", "errors"],
         ["run-2", "c1", "completed", "2026-01-10T02:00:00.000000Z",
-         "2026-01-10T02:01:00.000000Z", "created=2 updated=0 deleted=1 error_count=0"],
+         "2026-01-10T02:01:00.000000Z", "created=2 updated=0 deleted=1 error_count=0", "-"],
         ["run-0", "c1", "completed", "2026-01-10T00:00:00.000000Z",
-         "2026-01-10T00:01:00.000000Z", "created=0 updated=0 deleted=1 error_count=0"]]
+         "2026-01-10T00:01:00.000000Z", "created=0 updated=0 deleted=1 error_count=0", "-"]]
     _, out, _ = run(api, capsys, "--format", "json", "sync-runs")
     assert [r["id"] for r in json.loads(out)] == ["run-2", "run-1", "run-0"]
 
@@ -269,7 +269,8 @@ def test_connection_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--url", url, "sync-runs"]) == 1
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == f"tally: cannot reach the Reporting API at {url}: connection refused\n"
+    assert err == (f"tally: cannot reach the Reporting API at {url}: connection refused by "
+                   f"127.0.0.1:{port} (is the Reporting API running there?)\n")
 
 
 @pytest.mark.parametrize("argv", [[], ["inventory", "--limit", "0"], ["usage", "--from", "x"],

@@ -8,7 +8,9 @@ helpers to sync, ingest collector events and read rows.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ import sqlalchemy as sa
 import yaml
 from flask import Flask
 from oslo_config import cfg
+from werkzeug.serving import make_server
 
 from mapping.event import format_timestamp, parse_timestamp
 from reporting import opts
@@ -64,7 +67,7 @@ def world(world_config: WorldConfig, tmp_path: Path,
 
 def write_clouds_file(directory: Path, adapter_config: dict[str, Any],
                       name: str = CLOUD) -> Path:
-    path = directory / "clouds-file.yaml"
+    path = directory / "tally-clouds.yaml"
     path.write_text(yaml.safe_dump({"clouds": [{
         "name": name, "platform": "openstack", "adapter": "openstack",
         "adapter_config": adapter_config}]}))
@@ -152,16 +155,37 @@ def sync_settings() -> dict[str, Any]:
     return {"include_octavia": True}
 
 
-@pytest.fixture
-def syncer(world: SimCloudServer, migrated_db: str, tmp_path: Path,
-           sync_settings: dict[str, Any]) -> Iterator[Syncer]:
-    clouds = write_clouds_file(tmp_path, {"os_cloud": "sim-admin", **sync_settings})
-    app = create_app(make_conf(migrated_db, tmp_path, clouds))
+@contextlib.contextmanager
+def running_syncer(world: SimCloudServer, db_url: str, tmp_path: Path,
+                   clouds: Path) -> Iterator[Syncer]:
+    """A Syncer whose API reads the clouds file ``clouds``."""
+    app = create_app(make_conf(db_url, tmp_path, clouds))
     app.config["TESTING"] = True
     try:
         yield Syncer(app, world)
     finally:
         app.extensions[ENGINE_KEY].dispose()
+
+
+@pytest.fixture
+def syncer(world: SimCloudServer, migrated_db: str, tmp_path: Path,
+           sync_settings: dict[str, Any]) -> Iterator[Syncer]:
+    clouds = write_clouds_file(tmp_path, {"os_cloud": "sim-admin", **sync_settings})
+    with running_syncer(world, migrated_db, tmp_path, clouds) as running:
+        yield running
+
+
+@pytest.fixture
+def served(syncer: Syncer) -> Iterator[str]:
+    """The syncer's API served over HTTP on a loopback port (for tally-sync, tally)."""
+    server = make_server("127.0.0.1", 0, syncer.app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        thread.join(10)
 
 
 def collector_create(resource_type: str, resource_id: str, at: dt.datetime,

@@ -6,14 +6,11 @@ import datetime as dt
 import subprocess
 import sys
 import textwrap
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from werkzeug.serving import make_server
 
 from mapping.event import format_timestamp
 from reporting.cmd import sync as sync_cmd
@@ -21,18 +18,6 @@ from reporting.db.models import SyncLock
 from tests.functional.sync.conftest import START, Syncer
 
 T1 = START + dt.timedelta(hours=6)
-
-
-@pytest.fixture
-def served(syncer: Syncer) -> Iterator[str]:
-    server = make_server("127.0.0.1", 0, syncer.app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        thread.join(10)
 
 
 @pytest.fixture
@@ -58,7 +43,11 @@ def test_tally_sync_runs_every_cloud_and_exits_0(syncer, config_file, capsys):
     syncer.advance(T1)
     assert sync_cmd.main(["--config-file", str(config_file), "--at", format_timestamp(T1)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("sim: run ") and " completed: created " in out
+    first, second = out.splitlines()[:2]
+    assert first == f"Reporting API: {config_file.read_text().split('api_url = ')[1].split()[0]}; told instant {format_timestamp(T1)}"
+    assert second.startswith("sim: run ") and " completed: created " in second
+    # deferred counts read as words, never a Python dict
+    assert "{" not in out and "deferred " in second
     assert syncer.last_run().started_at == T1.replace(tzinfo=None)
 
 
@@ -66,9 +55,10 @@ def test_tally_sync_exits_1_when_a_run_fails_or_a_cloud_is_unknown(syncer, confi
     syncer.advance(T1)
     syncer.world.world.faults.set("block-storage", status=503)
     assert sync_cmd.main(["--config-file", str(config_file), "sim", "nope"]) == 1
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("sim: run ") and lines[0].endswith("failed; its reasons are in "
-                                                                  "GET /v1/sync-runs")
+    lines = capsys.readouterr().out.splitlines()[1:]
+    # the failed run's reasons, read back from the run list: the 503 of block-storage
+    assert lines[0].startswith("sim: run ") and " failed: " in lines[0], lines
+    assert "503" in lines[0] and "GET /v1/sync-runs" not in lines[0], lines
     assert lines[1].startswith("nope: HTTP 404")
 
 

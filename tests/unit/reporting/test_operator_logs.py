@@ -1,0 +1,72 @@
+"""The API's log and metrics an operator reads: quiet readiness probes, the reason a
+database is unavailable, and dead-letter replays counted apart from arrivals."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from flask.testing import FlaskClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from reporting.app import create_app
+from reporting.db.session import ENGINE_KEY
+from tests.unit.reporting.fixtures import ConfFactory, auth
+
+
+def test_readyz_logs_no_alembic_lines(client: FlaskClient,
+                                      caplog: pytest.LogCaptureFixture) -> None:
+    logging.getLogger("alembic").setLevel(logging.NOTSET)
+    with caplog.at_level(logging.DEBUG):
+        for _ in range(3):
+            assert client.get("/readyz").status_code == 200
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("alembic")] == []
+
+
+def test_an_unreachable_database_is_logged_with_its_reason(
+        make_conf: ConfFactory, caplog: pytest.LogCaptureFixture) -> None:
+    app = create_app(make_conf("postgresql+psycopg://postgres:pw@127.0.0.1:1/none"))
+    try:
+        with caplog.at_level(logging.WARNING):
+            response = app.test_client().get("/v1/resources", headers=auth("read"))
+            assert response.status_code == 503
+            assert app.test_client().get("/readyz").status_code == 503
+    finally:
+        app.extensions[ENGINE_KEY].dispose()
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("reporting.api")]
+    assert len(lines) == 2, lines
+    for line in lines:
+        assert "127.0.0.1" in line and "port 1 failed" in line, line
+        assert "pw" not in line.replace("password", "")
+
+
+def _counted(client: FlaskClient, family_name: str, cloud: str) -> dict[str, float]:
+    text = client.get("/metrics").get_data(as_text=True)
+    counts: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name == family_name:
+            for sample in family.samples:
+                if sample.name.endswith("_total") and sample.labels.get("cloud") == cloud:
+                    outcome = sample.labels["outcome"]
+                    counts[outcome] = counts.get(outcome, 0.0) + sample.value
+    return counts
+
+
+def test_replays_are_counted_apart_from_arrivals(client: FlaskClient) -> None:
+    cloud = "replay-" + str(id(client))
+    bad = {"event_id": "r-" + cloud, "event_type": "compute.instance.create.end",
+           "platform": "openstack", "cloud": cloud, "resource_type": "instance",
+           "resource_id": "i", "project_id": "p", "timestamp": "not a time",
+           "source": "collector", "payload": {"state": "active"}}
+    before = _counted(client, "tally_ingest_events", cloud)
+    answer = client.post("/v1/events", json={"events": [bad]}, headers=auth("ingest")).get_json()
+    assert answer["rejected"] == 1
+    rows = client.get(f"/v1/rejected-events?cloud={cloud}", headers=auth("read")).get_json()
+    row_id = rows["items"][0]["id"]
+    for _ in range(2):  # an operator replaying a row that still fails, twice
+        replayed = client.post("/v1/rejected-events/replay", json={"ids": [row_id]},
+                               headers=auth("admin")).get_json()
+        assert replayed["rejected"] == 1
+    arrivals = _counted(client, "tally_ingest_events", cloud)
+    assert arrivals.get("rejected", 0) - before.get("rejected", 0) == 1
+    assert _counted(client, "tally_ingest_replayed_events", cloud) == {"rejected": 2.0}
