@@ -12,7 +12,7 @@ import requests
 
 from collector.delivery import read_token
 from collector.errors import ConfigurationError
-from reporting.api.auth import AuthConfigError, load_tokens
+from reporting.api.auth import AuthConfigError, Caller, load_tokens
 from reporting.api_url import ApiUrlError, check_base_url, describe_request_error
 from reporting.openstack.credentials import resolve_cloud
 from reporting.sync.clouds import CloudsFileError, load_clouds_file
@@ -46,7 +46,7 @@ def test_a_token_outside_latin1_is_refused_at_start(tmp_path: Path, token: str) 
 
 def test_a_latin1_token_still_loads(tmp_path: Path) -> None:
     path = _file(tmp_path, "tokens.yaml", '"caf\u00e9-token": read\n')
-    assert load_tokens(path) == {"caf\u00e9-token": "read"}
+    assert load_tokens(path) == {"caf\u00e9-token": Caller("read")}
 
 
 def test_a_token_with_surrounding_space_is_refused(tmp_path: Path) -> None:
