@@ -83,35 +83,30 @@ def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
-def _held_query(group: TypeKey, ids_match: sa.ColumnElement[bool]) -> sa.Select[Any]:
-    """The rows of one (platform, cloud, type) and their open intervals, one statement."""
-    cr, ri = CURRENT.c, INTERVALS.c
-    joined = CURRENT.outerjoin(
-        INTERVALS,
-        sa.and_(cr.live, ri.platform == cr.platform, ri.cloud == cr.cloud,
-                ri.resource_type == cr.resource_type, ri.resource_id == cr.resource_id,
-                ri.end.is_(None)),
-    )
+def _rows_query(group: TypeKey, ids_match: sa.ColumnElement[bool]) -> sa.Select[Any]:
+    cr = CURRENT.c
     return (
-        sa.select(cr.resource_id, *(cr[c] for c in STATE_COLUMNS),
-                  ri.id.label("interval_id"), ri.start.label("interval_start"),
-                  ri.event_id.label("interval_event_id"))
-        .select_from(joined)
+        sa.select(cr.resource_id, *(cr[c] for c in STATE_COLUMNS))
         .where(cr.platform == group[0], cr.cloud == group[1], cr.resource_type == group[2],
                ids_match)
     )
 
 
-def _held(group: TypeKey, row: Any) -> tuple[ResourceKey, HeldResource]:
-    state = fold.ResourceState(
+def _open_query(group: TypeKey, ids_match: sa.ColumnElement[bool]) -> sa.Select[Any]:
+    ri = INTERVALS.c
+    return (
+        sa.select(ri.resource_id, ri.id, ri.start, ri.event_id)
+        .where(ri.platform == group[0], ri.cloud == group[1], ri.resource_type == group[2],
+               ids_match, ri.end.is_(None))
+    )
+
+
+def _state(row: Any) -> fold.ResourceState:
+    return fold.ResourceState(
         project_id=row.project_id, state=row.state, size=row.size, live=row.live,
         created_at=row.created_at, deleted_at=row.deleted_at, last_event_at=row.last_event_at,
         last_event_id=row.last_event_id, last_event_seq=row.last_event_seq,
     )
-    interval = None
-    if row.interval_id is not None:
-        interval = OpenInterval(row.interval_id, row.interval_start, row.interval_event_id)
-    return (*group, row.resource_id), HeldResource(state, interval)
 
 
 def _history_query(group: TypeKey, ids_match: sa.ColumnElement[bool]) -> sa.Select[Any]:
@@ -158,13 +153,23 @@ class Writes(abc.ABC):
 
     def held_resources(self, session: Session, keys: Iterable[ResourceKey]
                        ) -> dict[ResourceKey, HeldResource]:
-        """The rows of ``keys`` the projection holds, with their open intervals."""
+        """The rows of ``keys`` the projection holds, with their open intervals.
+
+        Two flat statements per (platform, cloud, type), no join: whatever plan
+        stale statistics give them, each reads the type's rows at most once."""
         held: dict[ResourceKey, HeldResource] = {}
         for group, ids in by_type(keys).items():
+            states: dict[str, fold.ResourceState] = {}
             for match in self._ids_match(CURRENT.c.resource_id, ids):
-                for row in session.execute(_held_query(group, match)).all():
-                    key, resource = _held(group, row)
-                    held.setdefault(key, resource)
+                for row in session.execute(_rows_query(group, match)).all():
+                    states[row.resource_id] = _state(row)
+            live = sorted(rid for rid, state in states.items() if state.live)
+            opened: dict[str, OpenInterval] = {}
+            for match in self._ids_match(INTERVALS.c.resource_id, live) if live else ():
+                for row in session.execute(_open_query(group, match)).all():
+                    opened[row.resource_id] = OpenInterval(row.id, row.start, row.event_id)
+            for rid, state in states.items():
+                held[(*group, rid)] = HeldResource(state, opened.get(rid))
         return held
 
     def histories(self, session: Session, keys: Iterable[ResourceKey]
