@@ -31,8 +31,8 @@ def dumps(rows: Sequence[dict[str, Any]]) -> str:
     (orjson would write NaN as null), no NUL, no lone surrogate.  What orjson
     cannot write (an integer beyond 64 bits) is written by the standard library."""
     try:
-        return orjson.dumps(rows, default=_default,
-                            option=orjson.OPT_PASSTHROUGH_DATETIME).decode()
+        # orjson writes a naive datetime as isoformat() does, without a call per value.
+        return orjson.dumps(rows, default=_default).decode()
     except orjson.JSONEncodeError:
         return json.dumps(rows, default=_default, separators=(",", ":"))
 
@@ -73,22 +73,5 @@ def update(
     statement = (
         f"UPDATE {table.name} AS t SET {assignments} "  # noqa: S608 - names come from the model
         f"FROM {recordset(table, columns)} WHERE {match}"
-    )
-    session.execute(sa.text(statement), {"batch": dumps(rows)})
-
-
-def upsert(
-    session: Session, table: sa.Table, rows: Sequence[dict[str, Any]], key: Sequence[str]
-) -> None:
-    """INSERT every row; one whose ``key`` is taken replaces the other values."""
-    columns = list(rows[0])
-    names = ", ".join(_quoted(c) for c in columns)
-    assignments = ", ".join(
-        f"{_quoted(c)} = excluded.{_quoted(c)}" for c in columns if c not in key
-    )
-    statement = (
-        f"INSERT INTO {table.name} ({names}) "  # noqa: S608 - names come from the model
-        f"SELECT {names} FROM {recordset(table, columns)} "
-        f"ON CONFLICT ({', '.join(_quoted(c) for c in key)}) DO UPDATE SET {assignments}"
     )
     session.execute(sa.text(statement), {"batch": dumps(rows)})

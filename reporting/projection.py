@@ -64,7 +64,8 @@ def _interval_values(key: ResourceKey, interval: fold.Interval) -> dict[str, Any
 class _Writes:
     """Everything one project() call writes, issued as a few set-based statements."""
 
-    rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    new_rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    changed_rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     new_intervals: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     ended_intervals: list[tuple[int, Any]] = dataclasses.field(default_factory=list)
     dropped_interval_ids: list[int] = dataclasses.field(default_factory=list)
@@ -74,7 +75,8 @@ class _Writes:
         writes.drop_intervals(session, self.dropped_interval_ids)
         writes.end_intervals(session, self.ended_intervals)
         writes.replace_intervals(session, self.replayed, self.new_intervals)
-        writes.upsert_rows(session, self.rows)
+        writes.update_rows(session, self.changed_rows)
+        writes.insert_rows(session, self.new_rows)
 
 
 def project(session: Session, writes: Writes,
@@ -92,15 +94,18 @@ def project(session: Session, writes: Writes,
     planned = _Writes()
     for key in keys:
         if key in histories:
-            _replay(key, histories[key], planned)
+            state = _replay(key, histories[key], planned)
         else:
-            _extend(key, held.get(key), ordered[key], planned)
+            state = _extend(key, held.get(key), ordered[key], planned)
+        rows = planned.changed_rows if key in held else planned.new_rows
+        rows.append(_row_values(key, state))
     planned.flush(session, writes)
 
 
 def _extend(key: ResourceKey, held: HeldResource | None, events: list[fold.FoldEvent],
-            planned: _Writes) -> None:
-    """O(new events): apply them (in fold order) to the row and extend the open interval."""
+            planned: _Writes) -> fold.ResourceState:
+    """O(new events): apply them (in fold order) to the row and extend the open
+    interval; answers the new row."""
     state = held.state if held is not None else None
     opened = held.open_interval if held is not None else None
     intervals: list[fold.Interval] = []
@@ -124,13 +129,14 @@ def _extend(key: ResourceKey, held: HeldResource | None, events: list[fold.FoldE
             planned.new_intervals.append(_interval_values(key, interval))
     if opened is not None and not kept_open:
         planned.dropped_interval_ids.append(opened.id)
-    planned.rows.append(_row_values(key, state))
+    return state
 
 
-def _replay(key: ResourceKey, history: list[fold.FoldEvent], planned: _Writes) -> None:
-    """O(this resource's history): refold it and rewrite its row and lifecycle."""
+def _replay(key: ResourceKey, history: list[fold.FoldEvent], planned: _Writes
+            ) -> fold.ResourceState:
+    """O(this resource's history): refold it and rewrite its lifecycle; answers the row."""
     state, intervals = fold.fold(history)
     assert state is not None
     planned.replayed.append(key)
     planned.new_intervals.extend(_interval_values(key, i) for i in intervals)
-    planned.rows.append(_row_values(key, state))
+    return state

@@ -184,9 +184,15 @@ class Writes(abc.ABC):
                         timestamp=r.timestamp, payload=r.payload, seq=r.seq))
         return found
 
+    def insert_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert ``current_resources`` rows (``KEY_NAMES`` + ``STATE_COLUMNS``) of
+        resources not held (the caller holds their locks)."""
+        if rows:
+            session.execute(sa.insert(CURRENT), list(rows))
+
     @abc.abstractmethod
-    def upsert_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
-        """Insert or replace ``current_resources`` rows (``KEY_NAMES`` + ``STATE_COLUMNS``)."""
+    def update_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+        """Replace the ``STATE_COLUMNS`` of held ``current_resources`` rows."""
 
     @abc.abstractmethod
     def end_intervals(self, session: Session, ends: Sequence[tuple[int, dt.datetime]]) -> None:

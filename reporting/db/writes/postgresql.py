@@ -80,9 +80,13 @@ class PostgresWrites(Writes):
                    ) -> Iterable[sa.ColumnElement[bool]]:
         yield column == sa.any_(sa.bindparam("ids", list(ids), type_=_IDS))
 
-    def upsert_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    def insert_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
-            pg_batch.upsert(session, CURRENT, rows, KEY_NAMES)
+            pg_batch.insert(session, CURRENT, rows)
+
+    def update_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            pg_batch.update(session, CURRENT, rows, key=KEY_NAMES)
 
     def end_intervals(self, session: Session, ends: Sequence[tuple[int, dt.datetime]]) -> None:
         if ends:

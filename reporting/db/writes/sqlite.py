@@ -33,10 +33,10 @@ _INSERT_EVENTS = (
     .on_conflict_do_nothing(index_elements=["event_id"])
     .returning(EVENTS.c.event_id, EVENTS.c.seq, sort_by_parameter_order=True)
 )
-_UPSERT_ROWS = sqlite.insert(CURRENT)
-_UPSERT_ROWS = _UPSERT_ROWS.on_conflict_do_update(
-    index_elements=list(KEY_NAMES),
-    set_={c: _UPSERT_ROWS.excluded[c] for c in STATE_COLUMNS},
+_UPDATE_ROW = (
+    sa.update(CURRENT)
+    .where(*(CURRENT.c[name] == sa.bindparam(f"b_{name}") for name in KEY_NAMES))
+    .values({c: sa.bindparam(f"b_{c}") for c in STATE_COLUMNS})
 )
 _END_INTERVAL = (
     sa.update(INTERVALS).where(INTERVALS.c.id == sa.bindparam("b_id"))
@@ -61,9 +61,9 @@ class SqliteWrites(Writes):
         for chunk in chunks(ids, _CHUNK):
             yield column.in_(list(chunk))
 
-    def upsert_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    def update_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
-            session.execute(_UPSERT_ROWS, list(rows))
+            session.execute(_UPDATE_ROW, [{f"b_{c}": v for c, v in row.items()} for row in rows])
 
     def end_intervals(self, session: Session, ends: Sequence[tuple[int, dt.datetime]]) -> None:
         if ends:
