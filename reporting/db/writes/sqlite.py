@@ -78,6 +78,8 @@ class SqliteWrites(Writes):
 
     def epoch_micros(self, column: Any) -> sa.ColumnElement[int]:
         # Instants are 'YYYY-MM-DD HH:MM:SS.ffffff' text: whole seconds plus the digits.
-        seconds = sa.cast(sa.func.strftime("%s", column), sa.BigInteger)
+        # The seconds of the text without its fraction: strftime rounds a fraction to
+        # milliseconds, so '...:59.999999' would count a second too many.
+        seconds = sa.cast(sa.func.strftime("%s", sa.func.substr(column, 1, 19)), sa.BigInteger)
         fraction = sa.cast(sa.func.substr(column, 21, 6), sa.BigInteger)
         return seconds * 1_000_000 + fraction
