@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from reporting import fold
-from reporting.db.writes.base import HeldResource, ResourceKey, Writes
+from reporting.db.writes.base import HeldResource, OpenInterval, ResourceKey, Writes
 
 __all__ = ["ResourceKey", "project"]
 
@@ -65,9 +65,10 @@ class _Writes:
     """Everything one project() call writes, issued as a few set-based statements."""
 
     new_rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    changed_rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    changed_rows: list[tuple[HeldResource, dict[str, Any]]] = dataclasses.field(
+        default_factory=list)
     new_intervals: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    ended_intervals: list[tuple[int, Any]] = dataclasses.field(default_factory=list)
+    ended_intervals: list[tuple[OpenInterval, Any]] = dataclasses.field(default_factory=list)
     dropped_interval_ids: list[int] = dataclasses.field(default_factory=list)
     replayed: list[ResourceKey] = dataclasses.field(default_factory=list)
 
@@ -97,8 +98,10 @@ def project(session: Session, writes: Writes,
             state = _replay(key, histories[key], planned)
         else:
             state = _extend(key, held.get(key), ordered[key], planned)
-        rows = planned.changed_rows if key in held else planned.new_rows
-        rows.append(_row_values(key, state))
+        if key in held:
+            planned.changed_rows.append((held[key], _row_values(key, state)))
+        else:
+            planned.new_rows.append(_row_values(key, state))
     planned.flush(session, writes)
 
 
@@ -124,7 +127,7 @@ def _extend(key: ResourceKey, held: HeldResource | None, events: list[fold.FoldE
         if opened is not None and interval.event_id == opened.event_id:
             kept_open = True
             if interval.end is not None:
-                planned.ended_intervals.append((opened.id, interval.end))
+                planned.ended_intervals.append((opened, interval.end))
         else:
             planned.new_intervals.append(_interval_values(key, interval))
     if opened is not None and not kept_open:

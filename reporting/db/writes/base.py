@@ -60,6 +60,7 @@ class OpenInterval:
     id: int
     start: dt.datetime
     event_id: str
+    locator: Any = None  # where the seam finds the row again (PostgreSQL: its ctid)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +69,7 @@ class HeldResource:
 
     state: fold.ResourceState
     open_interval: OpenInterval | None
+    locator: Any = None  # where the seam finds the row again (PostgreSQL: its ctid)
 
 
 def by_type(keys: Iterable[ResourceKey]) -> dict[TypeKey, list[str]]:
@@ -83,30 +85,29 @@ def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
-def _rows_query(group: TypeKey, ids_match: sa.ColumnElement[bool]) -> sa.Select[Any]:
+def _rows_query(group: TypeKey, ids_match: sa.ColumnElement[bool],
+                locator: sa.ColumnElement[Any]) -> sa.Select[Any]:
     cr = CURRENT.c
     return (
-        sa.select(cr.resource_id, *(cr[c] for c in STATE_COLUMNS))
+        sa.select(cr.resource_id, locator, *(cr[c] for c in STATE_COLUMNS))
         .where(cr.platform == group[0], cr.cloud == group[1], cr.resource_type == group[2],
                ids_match)
     )
 
 
-def _open_query(group: TypeKey, ids_match: sa.ColumnElement[bool]) -> sa.Select[Any]:
+def _open_query(group: TypeKey, ids_match: sa.ColumnElement[bool],
+                locator: sa.ColumnElement[Any]) -> sa.Select[Any]:
     ri = INTERVALS.c
     return (
-        sa.select(ri.resource_id, ri.id, ri.start, ri.event_id)
+        sa.select(ri.resource_id, ri.id, ri.start, ri.event_id, locator)
         .where(ri.platform == group[0], ri.cloud == group[1], ri.resource_type == group[2],
                ids_match, ri.end.is_(None))
     )
 
 
 def _state(row: Any) -> fold.ResourceState:
-    return fold.ResourceState(
-        project_id=row.project_id, state=row.state, size=row.size, live=row.live,
-        created_at=row.created_at, deleted_at=row.deleted_at, last_event_at=row.last_event_at,
-        last_event_id=row.last_event_id, last_event_seq=row.last_event_seq,
-    )
+    # STATE_COLUMNS are ResourceState's fields in order (a test compares both).
+    return fold.ResourceState(*row[2:])
 
 
 def _history_query(group: TypeKey, ids_match: sa.ColumnElement[bool]) -> sa.Select[Any]:
@@ -159,17 +160,19 @@ class Writes(abc.ABC):
         stale statistics give them, each reads the type's rows at most once."""
         held: dict[ResourceKey, HeldResource] = {}
         for group, ids in by_type(keys).items():
-            states: dict[str, fold.ResourceState] = {}
+            states: dict[str, tuple[fold.ResourceState, Any]] = {}
+            locator = self._locator(CURRENT)
             for match in self._ids_match(CURRENT.c.resource_id, ids):
-                for row in session.execute(_rows_query(group, match)).all():
-                    states[row.resource_id] = _state(row)
-            live = sorted(rid for rid, state in states.items() if state.live)
+                for row in session.execute(_rows_query(group, match, locator)).all():
+                    states[row[0]] = (_state(row), row[1])
+            live = sorted(rid for rid, (state, _) in states.items() if state.live)
             opened: dict[str, OpenInterval] = {}
+            locator = self._locator(INTERVALS)
             for match in self._ids_match(INTERVALS.c.resource_id, live) if live else ():
-                for row in session.execute(_open_query(group, match)).all():
-                    opened[row.resource_id] = OpenInterval(row.id, row.start, row.event_id)
-            for rid, state in states.items():
-                held[(*group, rid)] = HeldResource(state, opened.get(rid))
+                for row in session.execute(_open_query(group, match, locator)).all():
+                    opened[row[0]] = OpenInterval(*row[1:])
+            for rid, (state, row_locator) in states.items():
+                held[(*group, rid)] = HeldResource(state, opened.get(rid), row_locator)
         return held
 
     def histories(self, session: Session, keys: Iterable[ResourceKey]
@@ -179,9 +182,8 @@ class Writes(abc.ABC):
         for group, ids in by_type(keys).items():
             for match in self._ids_match(EVENTS.c.resource_id, ids):
                 for r in session.execute(_history_query(group, match)).all():
-                    found.setdefault((*group, r.resource_id), []).append(fold.FoldEvent(
-                        event_id=r.event_id, event_type=r.event_type, project_id=r.project_id,
-                        timestamp=r.timestamp, payload=r.payload, seq=r.seq))
+                    # The query's columns after resource_id are FoldEvent's fields in order.
+                    found.setdefault((*group, r[0]), []).append(fold.FoldEvent(*r[1:]))
         return found
 
     def insert_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
@@ -191,12 +193,19 @@ class Writes(abc.ABC):
             session.execute(sa.insert(CURRENT), list(rows))
 
     @abc.abstractmethod
-    def update_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
-        """Replace the ``STATE_COLUMNS`` of held ``current_resources`` rows."""
+    def _locator(self, table: sa.Table) -> sa.ColumnElement[Any]:
+        """What ``held_resources`` reads beside each row to find it again."""
 
     @abc.abstractmethod
-    def end_intervals(self, session: Session, ends: Sequence[tuple[int, dt.datetime]]) -> None:
-        """Set the end of intervals given as ``(id, end)``."""
+    def update_rows(self, session: Session,
+                    rows: Sequence[tuple[HeldResource, dict[str, Any]]]) -> None:
+        """Replace the ``STATE_COLUMNS`` of held rows: ``(as held_resources read it,
+        new row)`` pairs, the resources still locked since that read."""
+
+    @abc.abstractmethod
+    def end_intervals(self, session: Session,
+                      ends: Sequence[tuple[OpenInterval, dt.datetime]]) -> None:
+        """Set the end of open intervals ``held_resources`` read (resources locked)."""
 
     def drop_intervals(self, session: Session, ids: Sequence[int]) -> None:
         if ids:

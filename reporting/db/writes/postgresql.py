@@ -29,6 +29,8 @@ from reporting.db.writes.base import (
     EVENTS,
     INTERVALS,
     KEY_NAMES,
+    HeldResource,
+    OpenInterval,
     ResourceKey,
     Writes,
 )
@@ -61,6 +63,26 @@ def _lock_id(key: ResourceKey) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+def _update_located(session: Session, table: sa.Table,
+                    rows: Sequence[tuple[Any, dict[str, Any]]], check: str) -> None:
+    """UPDATE rows found by the ctid read under the same locks: a TID scan per row,
+    whatever plan statistics would give a join on the key.  ``check`` (a key column
+    the values carry) must match too: a row found elsewhere is an error, not a write."""
+    columns = [c for c in rows[0][1] if c not in KEY_NAMES and c != check]
+    definitions = pg_batch.column_definitions(table, [check, *columns])
+    assignments = ", ".join(f'"{c}" = r."{c}"' for c in columns)
+    statement = sa.text(
+        f"UPDATE {table.name} AS t SET {assignments} "  # noqa: S608 - names from the model
+        f"FROM json_to_recordset(CAST(:batch AS json)) AS r(locator tid, {definitions}) "
+        f'WHERE t.ctid = r.locator AND t."{check}" = r."{check}"'
+    )
+    batch = [{"locator": locator, **values} for locator, values in rows]
+    updated = session.execute(statement, {"batch": pg_batch.dumps(batch)})
+    if updated.rowcount != len(rows):  # type: ignore[attr-defined]
+        raise RuntimeError(f"{table.name}: {updated.rowcount} of {len(rows)} rows "  # type: ignore[attr-defined]
+                           "found where they were read")
+
+
 class PostgresWrites(Writes):
     def insert_events(self, session: Session, rows: Sequence[dict[str, Any]]
                       ) -> dict[str, int]:
@@ -84,14 +106,21 @@ class PostgresWrites(Writes):
         if rows:
             pg_batch.insert(session, CURRENT, rows)
 
-    def update_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
-        if rows:
-            pg_batch.update(session, CURRENT, rows, key=KEY_NAMES)
+    def _locator(self, table: sa.Table) -> sa.ColumnElement[Any]:
+        return sa.literal_column(f"{table.name}.ctid", sa.String)
 
-    def end_intervals(self, session: Session, ends: Sequence[tuple[int, dt.datetime]]) -> None:
+    def update_rows(self, session: Session,
+                    rows: Sequence[tuple[HeldResource, dict[str, Any]]]) -> None:
+        if rows:
+            _update_located(session, CURRENT, [(held.locator, row) for held, row in rows],
+                            check="resource_id")
+
+    def end_intervals(self, session: Session,
+                      ends: Sequence[tuple[OpenInterval, dt.datetime]]) -> None:
         if ends:
-            pg_batch.update(session, INTERVALS, [{"id": i, "end": end} for i, end in ends],
-                            key=["id"])
+            _update_located(session, INTERVALS,
+                            [(opened.locator, {"id": opened.id, "end": end}) for opened, end in ends],
+                            check="id")
 
     def insert_intervals(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
         if rows:

@@ -20,6 +20,8 @@ from reporting.db.writes.base import (
     INTERVALS,
     KEY_NAMES,
     STATE_COLUMNS,
+    HeldResource,
+    OpenInterval,
     ResourceKey,
     Writes,
     chunks,
@@ -61,13 +63,20 @@ class SqliteWrites(Writes):
         for chunk in chunks(ids, _CHUNK):
             yield column.in_(list(chunk))
 
-    def update_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
-        if rows:
-            session.execute(_UPDATE_ROW, [{f"b_{c}": v for c, v in row.items()} for row in rows])
+    def _locator(self, table: sa.Table) -> sa.ColumnElement[Any]:
+        return sa.null()  # SQLite's planner finds rows by their primary key
 
-    def end_intervals(self, session: Session, ends: Sequence[tuple[int, dt.datetime]]) -> None:
+    def update_rows(self, session: Session,
+                    rows: Sequence[tuple[HeldResource, dict[str, Any]]]) -> None:
+        if rows:
+            session.execute(_UPDATE_ROW,
+                            [{f"b_{c}": v for c, v in row.items()} for _, row in rows])
+
+    def end_intervals(self, session: Session,
+                      ends: Sequence[tuple[OpenInterval, dt.datetime]]) -> None:
         if ends:
-            session.execute(_END_INTERVAL, [{"b_id": i, "b_end": end} for i, end in ends])
+            session.execute(_END_INTERVAL,
+                            [{"b_id": opened.id, "b_end": end} for opened, end in ends])
 
     def insert_intervals(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
         if rows:

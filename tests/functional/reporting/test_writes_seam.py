@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from reporting.db.models import (
     SizeName,
     SyncSighting,
 )
-from reporting.db.writes.base import OpenInterval, Writes
+from reporting.db.writes.base import STATE_COLUMNS, OpenInterval, Writes
 from reporting.queries.usage_store import epoch_micros
 
 T0 = dt.datetime(2026, 1, 1)
@@ -79,6 +80,12 @@ def interval(resource_id: str, start: int, end: int | None, event_id: str) -> di
             "resource_id": resource_id, "start": T0 + dt.timedelta(minutes=start),
             "end": None if end is None else T0 + dt.timedelta(minutes=end),
             "project_id": "p1", "state": "active", "size": None, "event_id": event_id}
+
+
+def test_the_positional_reads_follow_the_fold_dataclasses() -> None:
+    assert [f.name for f in dataclasses.fields(fold.ResourceState)] == list(STATE_COLUMNS)
+    assert [f.name for f in dataclasses.fields(fold.FoldEvent)] == [
+        "event_id", "event_type", "project_id", "timestamp", "payload", "seq"]
 
 
 def test_one_seam_per_engine_chosen_from_its_dialect(
@@ -157,13 +164,12 @@ def test_rows_update_and_intervals_end_drop_and_replace(
         seam.insert_intervals(session, [interval("vm-1", 0, None, "e0"),
                                         interval("vm-2", 0, None, "e0"),
                                         interval("vm-2", 5, None, "e5")])
-    with factory() as session:
-        held = seam.held_resources(session, [key("vm-1")])
-    opened = held[key("vm-1")].open_interval
-    assert isinstance(opened, OpenInterval)
     with factory.begin() as session:
-        seam.update_rows(session, [row("vm-1", state(7, live=False))])
-        seam.end_intervals(session, [(opened.id, T0 + dt.timedelta(minutes=7))])
+        held = seam.held_resources(session, [key("vm-1")])
+        opened = held[key("vm-1")].open_interval
+        assert isinstance(opened, OpenInterval)
+        seam.update_rows(session, [(held[key("vm-1")], row("vm-1", state(7, live=False)))])
+        seam.end_intervals(session, [(opened, T0 + dt.timedelta(minutes=7))])
         seam.replace_intervals(session, [key("vm-2")], [interval("vm-2", 1, 2, "e1")])
     with factory() as session:
         assert session.get(CurrentResource, key("vm-1")).last_event_seq == 7  # type: ignore[union-attr]
