@@ -1,11 +1,23 @@
 """Ingest throughput and the cost of a late event's fold, on PostgreSQL.
 
-1. Starts ``tally-reporting`` (2 gunicorn workers) on a fresh database, posts
-   ``--events`` events in batches of 1000 (one client per worker), and in the same run
-   inserts the same rows with a plain ``INSERT ... ON CONFLICT (event_id) DO NOTHING``
-   from Python into a copy of the events table in the same database.  Prints both
-   rates and their ratio (the target is >= 0.5: validation, dedupe and the fold
-   included).
+1. Starts ``tally-reporting`` (2 gunicorn workers) on a fresh database and posts
+   ``--events`` events of each workload below in batches of 1000 (two clients, one
+   per worker).  In the same run, interleaved with the posts, the same rows are
+   inserted with a plain ``INSERT ... ON CONFLICT (event_id) DO NOTHING`` from Python
+   into a copy of the events table in the same database: the floor.  Prints each
+   workload's rate and its ratio to the floor (validation, dedupe and the fold
+   included).  The workloads, each over N/4 instances living
+   create -> resize -> power off -> delete:
+
+   - ``realistic`` (the stream a cloud sends; target >= 0.5): timestamps ascending
+     across the whole stream, instance by instance within each step, so every batch
+     of 1000 holds 1000 *different* instances and, after the first N/4 events (the
+     creates), every event updates an instance the database already holds;
+   - ``every-late`` (target >= 0.25): the same batches sent newest first, so after
+     the first N/4 events every event sorts before its instance's newest stored
+     event and the instance's history is replayed;
+   - ``easy`` (an extra line): each instance's four events side by side in one batch,
+     so a batch folds four events per instance with one row write.
 2. Folds late events (each sorting before its resource's newest event, so the
    resource's history is replayed) into a database holding 10,000 other events and
    into one holding 1,000,000, and prints the median cost of each and their ratio
@@ -13,6 +25,7 @@
 
 Usage: python bench/ingest.py [--pg-url postgresql+psycopg://postgres@127.0.0.1/postgres]
        [--events 40000] [--rounds 3] [--small 10000] [--large 1000000]
+       [--workloads realistic,every-late,easy] [--no-late-fold]
        [--target URL --token T --db-url URL]   # post to a running tally-reporting
 """
 
@@ -45,33 +58,54 @@ from reporting.ingest import ingest_events
 
 BATCH = 1000
 T0 = dt.datetime(2026, 1, 1)
+KINDS = ["compute.instance.create.end", "compute.instance.resize.confirm.end",
+         "compute.instance.power_off", "compute.instance.delete.end"]
 
 
 def make_events(count: int, tag: str) -> list[dict[str, Any]]:
-    """``count`` events over count/4 instances: create, resize, power off, delete."""
-    kinds = ["compute.instance.create.end", "compute.instance.resize.confirm.end",
-             "compute.instance.power_off", "compute.instance.delete.end"]
-    events = []
-    for n in range(count):
-        resource, step = divmod(n, len(kinds))
-        kind = kinds[step]
-        payload: dict[str, Any] = {}
-        if step < 3:
-            payload = {"state": "shutoff" if step == 2 else "active",
-                       "size": {"vcpus": step + 1, "ram_gb": 2.0, "disk_gb": 20, "flavor": "m1"}}
-        events.append({
-            "event_id": f"{tag}-{n}",
-            "event_type": kind,
-            "platform": "openstack",
-            "cloud": "bench",
-            "resource_type": "instance",
-            "resource_id": f"{tag}-vm-{resource}",
-            "project_id": f"p{resource % 50}",
-            "timestamp": (T0 + dt.timedelta(seconds=n)).isoformat() + "Z",
-            "source": "collector",
-            "payload": payload,
-        })
-    return events
+    """The easy shape: ``count`` events over count/4 instances, each instance's
+    create, resize, power off and delete side by side."""
+    return [_event(tag, n, *divmod(n, len(KINDS))) for n in range(count)]
+
+
+def make_realistic(count: int, tag: str) -> list[dict[str, Any]]:
+    """The stream a cloud sends: the same lives, in timestamp order across
+    instances (every instance's create, then every instance's resize, ...)."""
+    instances = count // len(KINDS)
+    return [_event(tag, n, n % instances, n // instances) for n in range(instances * len(KINDS))]
+
+
+def newest_batches_first(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The batches of ``events`` (1000 each) in reverse order: every event late."""
+    batches = [events[i : i + BATCH] for i in range(0, len(events), BATCH)]
+    return [event for batch in reversed(batches) for event in batch]
+
+
+WORKLOADS = {
+    "realistic": make_realistic,
+    "every-late": lambda count, tag: newest_batches_first(make_realistic(count, tag)),
+    "easy": make_events,
+}
+
+
+def _event(tag: str, n: int, resource: int, step: int) -> dict[str, Any]:
+    kind = KINDS[step]
+    payload: dict[str, Any] = {}
+    if step < 3:
+        payload = {"state": "shutoff" if step == 2 else "active",
+                   "size": {"vcpus": step + 1, "ram_gb": 2.0, "disk_gb": 20, "flavor": "m1"}}
+    return {
+        "event_id": f"{tag}-{n}",
+        "event_type": kind,
+        "platform": "openstack",
+        "cloud": "bench",
+        "resource_type": "instance",
+        "resource_id": f"{tag}-vm-{resource}",
+        "project_id": f"p{resource % 50}",
+        "timestamp": (T0 + dt.timedelta(seconds=n)).isoformat() + "Z",
+        "source": "collector",
+        "payload": payload,
+    }
 
 
 @contextmanager
@@ -274,6 +308,10 @@ def main() -> int:
     parser.add_argument("--large", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--samples", type=int, default=60, help="late events per database")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help="comma-separated, of " + ", ".join(WORKLOADS))
+    parser.add_argument("--no-late-fold", action="store_true",
+                        help="skip the late-fold cost at --small vs --large events")
     parser.add_argument("--target", help="URL of a running tally-reporting to post to "
                         "instead of starting one (needs --token and --db-url)")
     parser.add_argument("--token", help="an ingest token of --target")
@@ -281,12 +319,16 @@ def main() -> int:
     args = parser.parse_args()
     if args.target and not (args.token and args.db_url):
         parser.error("--target needs --token and --db-url")
+    workloads = args.workloads.split(",")
+    if unknown := set(workloads) - set(WORKLOADS):
+        parser.error(f"unknown workload(s): {', '.join(sorted(unknown))}")
     if args.events < 40_000:
         print("note: fewer than 40,000 events make a noisy figure", file=sys.stderr)
 
-    # Rounds alternate the two measurements so a neighbour's load hits both alike;
-    # each round posts new events (the database grows the same way for both).
-    api_rates, baseline_rates = [], []
+    # Each workload is interleaved with its own floor (a neighbour's load hits both
+    # alike); each round posts new events (the database grows the same way for both).
+    api_rates: dict[str, list[float]] = {name: [] for name in workloads}
+    floor_rates: dict[str, list[float]] = {name: [] for name in workloads}
     with ExitStack() as stack:
         if args.target:
             # An already running tally-reporting; --db-url is its database (the
@@ -303,19 +345,25 @@ def main() -> int:
         plain_insert(url, warm_up)
         for round_ in range(args.rounds):
             analyze(url)
-            events = make_events(args.events, f"r{round_}-{tag}")
-            api_rate, baseline_rate = interleaved(base_url, token, url, events)
-            api_rates.append(api_rate)
-            baseline_rates.append(baseline_rate)
-            print(f"round {round_ + 1}: api {api_rates[-1]:,.0f} events/s, "
-                  f"plain {baseline_rates[-1]:,.0f} events/s")
-    ratios = [a / b for a, b in zip(api_rates, baseline_rates, strict=True)]
-    print(f"ingest via tally-reporting (2 workers, fold included): "
-          f"{statistics.median(api_rates):,.0f} events/s (median of {args.rounds} rounds)")
-    print(f"plain INSERT ... ON CONFLICT DO NOTHING from Python:   "
-          f"{statistics.median(baseline_rates):,.0f} events/s")
-    print(f"ratio api/plain: {statistics.median(ratios):.2f} median, {max(ratios):.2f} best "
-          f"(target >= 0.5)")
+            for name in workloads:
+                events = WORKLOADS[name](args.events, f"r{round_}-{name}-{tag}")
+                api_rate, floor_rate = interleaved(base_url, token, url, events)
+                api_rates[name].append(api_rate)
+                floor_rates[name].append(floor_rate)
+                print(f"round {round_ + 1} {name:>10}: api {api_rate:8,.0f} events/s, "
+                      f"floor {floor_rate:8,.0f} events/s, ratio {api_rate / floor_rate:.2f}",
+                      flush=True)
+    targets = {"realistic": 0.5, "every-late": 0.25}
+    print(f"\nmedians of {args.rounds} rounds, {args.events:,} events per workload, "
+          f"2 clients, batches of {BATCH}, 2 gunicorn workers:")
+    for name in workloads:
+        ratios = [a / b for a, b in zip(api_rates[name], floor_rates[name], strict=True)]
+        target = f" (target >= {targets[name]})" if name in targets else " (extra line)"
+        print(f"  {name:>10}: api {statistics.median(api_rates[name]):8,.0f} events/s, "
+              f"floor {statistics.median(floor_rates[name]):8,.0f} events/s, "
+              f"ratio {statistics.median(ratios):.2f} median, {max(ratios):.2f} best{target}")
+    if args.no_late_fold:
+        return 0
 
     with fresh_database(args.pg_url) as small_url, fresh_database(args.pg_url) as large_url:
         fill_other_events(small_url, args.small)

@@ -4,7 +4,7 @@
 Every accepted event is inserted with ``INSERT ... ON CONFLICT (event_id) DO
 NOTHING`` and folded into the projection in the same transaction, so concurrent
 requests, workers and replicas store an event exactly once and a retried batch is
-always safe.
+always safe.  Every statement goes through the write seam (``reporting.db.writes``).
 """
 
 from __future__ import annotations
@@ -15,24 +15,21 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting import fold, metrics, pg_batch, planner_statistics, projection
-from reporting.db.models import Event, RejectedEvent
+from reporting import fold, metrics, projection
+from reporting.db import writes
 from reporting.validation import ValidEvent, load_validator, storable_copy
 
 LOG = logging.getLogger(__name__)
 
 MAX_BATCH = 1000
 
-_EVENTS = cast(sa.Table, Event.__table__)
-_REJECTED = cast(sa.Table, RejectedEvent.__table__)
-# Deadlocks between two batches inserting the same event ids in different orders
-# (PostgreSQL aborts one of them) and SQLite's busy writer are retried whole.
+# A transaction the database aborted for a reason a retry cures (SQLite's busy
+# writer, a PostgreSQL serialization failure) runs again whole.
 _ATTEMPTS = 5
 
 Status = Literal["stored", "duplicate", "rejected"]
@@ -96,8 +93,6 @@ def ingest(
         else:
             valid.append((index, outcome))
     stored = _store_with_retry(factory, valid, rejected)
-    if stored:
-        planner_statistics.after_stored(factory)
     results = _results(items, checked, valid, stored)
     _count(items, checked, results, replay=not dead_letter)
     return results
@@ -110,59 +105,13 @@ def _store_with_retry(
         try:
             return _store(factory, valid, rejected)
         except sa.exc.OperationalError as exc:
-            if attempt == _ATTEMPTS or not _retryable(exc):
+            with factory() as session:
+                retryable = writes.of(session).retryable(exc)
+            if attempt == _ATTEMPTS or not retryable:
                 raise
             LOG.warning("ingest transaction aborted (%s), retrying (attempt %s)", exc.orig, attempt)
             time.sleep(0.01 * attempt)
     raise AssertionError("unreachable")
-
-
-def _retryable(exc: sa.exc.OperationalError) -> bool:
-    code = getattr(exc.orig, "sqlstate", None)
-    if code in ("40P01", "40001"):  # deadlock_detected, serialization_failure
-        return True
-    return "database is locked" in str(exc.orig)
-
-
-_COLUMNS = ("event_id", "event_type", "platform", "cloud", "resource_type", "resource_id",
-            "project_id", "timestamp", "source", "payload")
-
-# PostgreSQL: the batch travels as one JSON document (reporting.pg_batch); ROWS FROM
-# ... WITH ORDINALITY keeps the batch order, so seq (receipt order) follows it.
-_PG_INSERT = sa.text(
-    "INSERT INTO events (" + ", ".join(f'"{c}"' for c in _COLUMNS) + ", received_at) "  # noqa: S608
-    "SELECT " + ", ".join(f'"{c}"' for c in _COLUMNS) + ", CAST(:received_at AS timestamp) "
-    "FROM ROWS FROM (" + pg_batch.recordset(_EVENTS, _COLUMNS).replace(" AS r(", " AS (")
-    + ") WITH ORDINALITY AS batch(" + ", ".join(f'"{c}"' for c in _COLUMNS) + ", ord) "
-    "ORDER BY ord "
-    "ON CONFLICT (event_id) DO NOTHING "
-    "RETURNING event_id, seq"
-)
-
-
-def _insert_events(
-    session: Session, events: list[ValidEvent], received_at: dt.datetime
-) -> dict[str, int]:
-    """Insert-or-ignore; answers {event_id: seq} of the rows this call inserted."""
-    if session.get_bind().dialect.name == "postgresql":
-        batch = [
-            {"event_id": e.event_id, "event_type": e.event_type, "platform": e.platform,
-             "cloud": e.cloud, "resource_type": e.resource_type, "resource_id": e.resource_id,
-             "project_id": e.project_id, "timestamp": e.timestamp.isoformat(),
-             "source": e.source, "payload": e.payload}
-            for e in events
-        ]
-        params = {"batch": pg_batch.dumps(batch), "received_at": received_at}
-        return {event_id: seq for event_id, seq in session.execute(_PG_INSERT, params)}
-    stmt = (
-        sqlite.insert(_EVENTS)
-        .on_conflict_do_nothing(index_elements=["event_id"])
-        .returning(_EVENTS.c.event_id, _EVENTS.c.seq)
-    )
-    return {
-        event_id: seq
-        for event_id, seq in session.execute(stmt, [e.row(received_at) for e in events])
-    }
 
 
 def _store(
@@ -176,8 +125,9 @@ def _store(
     to_insert = [(i, e) for i, e in valid if first_of[e.event_id] == i]
     stored: set[int] = set()
     with factory() as session, session.begin():
+        seam = writes.of(session)
         if to_insert:
-            seqs = _insert_events(session, [e for _, e in to_insert], received_at)
+            seqs = seam.insert_events(session, [e.row(received_at) for _, e in to_insert])
             new_events: dict[projection.ResourceKey, list[fold.FoldEvent]] = (
                 collections.defaultdict(list)
             )
@@ -197,11 +147,11 @@ def _store(
                     )
                 )
             if new_events:
-                projection.lock_resources(session, new_events)
-                projection.project(session, new_events)
+                seam.lock_resources(session, new_events)
+                projection.project(session, seam, new_events)
         if rejected:
-            session.execute(
-                sa.insert(_REJECTED),
+            seam.insert_rejected(
+                session,
                 [
                     {
                         "received_at": received_at,

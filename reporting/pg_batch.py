@@ -31,8 +31,8 @@ def dumps(rows: Sequence[dict[str, Any]]) -> str:
     (orjson would write NaN as null), no NUL, no lone surrogate.  What orjson
     cannot write (an integer beyond 64 bits) is written by the standard library."""
     try:
-        return orjson.dumps(rows, default=_default,
-                            option=orjson.OPT_PASSTHROUGH_DATETIME).decode()
+        # orjson writes a naive datetime as isoformat() does, without a call per value.
+        return orjson.dumps(rows, default=_default).decode()
     except orjson.JSONEncodeError:
         return json.dumps(rows, default=_default, separators=(",", ":"))
 
@@ -41,12 +41,15 @@ def _quoted(name: str) -> str:
     return f'"{name}"'
 
 
+def column_definitions(table: sa.Table, columns: Sequence[str]) -> str:
+    """``"col" type, ...`` of ``columns`` of ``table``, as a recordset declares them."""
+    return ", ".join(f"{_quoted(c)} {table.c[c].type.compile(dialect=_DIALECT)}" for c in columns)
+
+
 def recordset(table: sa.Table, columns: Sequence[str], alias: str = "r") -> str:
     """``json_to_recordset(:batch) AS r(col type, ...)`` for ``columns`` of ``table``."""
-    definitions = ", ".join(
-        f"{_quoted(c)} {table.c[c].type.compile(dialect=_DIALECT)}" for c in columns
-    )
-    return f"json_to_recordset(CAST(:batch AS json)) AS {alias}({definitions})"
+    return (f"json_to_recordset(CAST(:batch AS json)) AS "
+            f"{alias}({column_definitions(table, columns)})")
 
 
 def insert(session: Session, table: sa.Table, rows: Sequence[dict[str, Any]]) -> None:
@@ -72,41 +75,3 @@ def update(
         f"FROM {recordset(table, columns)} WHERE {match}"
     )
     session.execute(sa.text(statement), {"batch": dumps(rows)})
-
-
-def _key_join(table: sa.Table, key: Sequence[str]) -> str:
-    return " AND ".join(f"t.{_quoted(c)} = r.{_quoted(c)}" for c in key)
-
-
-def select_by_keys(
-    session: Session,
-    table: sa.Table,
-    key: Sequence[str],
-    values: Sequence[Sequence[Any]],
-    where: str = "",
-) -> list[Any]:
-    """Rows of ``table`` whose ``key`` columns equal one of ``values``.
-
-    A join with the key recordset is planned as index lookups; a tuple IN list is
-    planned as a filter over every row of the cloud.
-    """
-    columns = ", ".join(f"t.{_quoted(c.name)}" for c in table.columns)
-    statement = (
-        f"SELECT {columns} FROM {table.name} AS t "  # noqa: S608 - names come from the model
-        f"JOIN {recordset(table, key)} ON {_key_join(table, key)}"
-        + (f" WHERE {where}" if where else "")
-    )
-    batch = dumps([dict(zip(key, v, strict=True)) for v in values])
-    return list(session.execute(sa.text(statement), {"batch": batch}))
-
-
-def delete_by_keys(
-    session: Session, table: sa.Table, key: Sequence[str], values: Sequence[Sequence[Any]]
-) -> None:
-    """DELETE the rows of ``table`` whose ``key`` columns equal one of ``values``."""
-    statement = (
-        f"DELETE FROM {table.name} AS t USING {recordset(table, key)} "  # noqa: S608
-        f"WHERE {_key_join(table, key)}"
-    )
-    batch = dumps([dict(zip(key, v, strict=True)) for v in values])
-    session.execute(sa.text(statement), {"batch": batch})

@@ -7,12 +7,12 @@ from typing import Any
 
 import sqlalchemy as sa
 from flask import Blueprint, jsonify, request
-from sqlalchemy.dialects import postgresql, sqlite
 
 from mapping.event import format_timestamp
 from reporting.api.auth import require_role
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
+from reporting.db import writes
 from reporting.db.models import ResourceType
 from reporting.db.session import app_sessionmaker, db_session
 from reporting.ingest import utcnow
@@ -105,18 +105,8 @@ def put_type(platform: str, resource_type: str) -> Any:
     # reading transaction to a writing one while another worker writes.
     with session.begin():
         # An upsert, so two concurrent PUTs of a new type both succeed (the last wins).
-        dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-        insert = dialect.insert(ResourceType).values(
-            platform=platform, resource_type=resource_type, size_schema=document,
-            updated_at=utcnow(),
-        )
-        session.execute(
-            insert.on_conflict_do_update(
-                index_elements=["platform", "resource_type"],
-                set_={"size_schema": insert.excluded.size_schema,
-                      "updated_at": insert.excluded.updated_at},
-            )
-        )
+        writes.of(session).upsert_resource_type(
+            session, platform, resource_type, document, utcnow())
         row = session.get(ResourceType, (platform, resource_type), populate_existing=True)
     assert row is not None
     return jsonify(render(row)), 201 if created else 200

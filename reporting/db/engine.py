@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 from oslo_config import cfg
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
+
+from reporting.db import writes
 
 database_opts: list[cfg.Opt] = [
     cfg.StrOpt(
@@ -40,16 +44,30 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _json_loads(text: str | bytes) -> Any:
+    """JSON columns as read back: orjson (the fold reads a size per row), the
+    standard library for what orjson refuses (an integer beyond 64 bits)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engine:
-    """Build the engine for ``url``; SQLite gets WAL and a busy timeout."""
+    """Build the engine for ``url`` and attach its write seam
+    (``reporting.db.writes``); SQLite gets WAL and a busy timeout."""
     parsed = sa.engine.make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        engine = sa.create_engine(url, connect_args={"check_same_thread": False})
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False},
+                                  json_deserializer=_json_loads)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
-        return engine
-    return sa.create_engine(
-        url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True
-    )
+    else:
+        engine = sa.create_engine(
+            url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
+            json_deserializer=_json_loads,
+        )
+    writes.attach(engine)
+    return engine
 
 
 def engine_from_conf(conf: cfg.ConfigOpts) -> Engine:

@@ -2,11 +2,9 @@
 as SQL sums, so a long period costs one aggregate per page instead of streaming
 every interval through Python.
 
-Both dialects sum whole microseconds (integers), so the totals are exact and equal
-to the pure functions' (a property test compares them on random lifecycles):
-- PostgreSQL: ``EXTRACT(EPOCH FROM ts)`` is an exact numeric (PostgreSQL >= 14);
-- SQLite: instants are stored as ``YYYY-MM-DD HH:MM:SS.ffffff`` text, read as
-  ``strftime('%s')`` seconds plus the six fraction digits.
+Both dialects sum whole microseconds (integers, ``Writes.epoch_micros`` of the
+write seam), so the totals are exact and equal to the pure functions' (a property
+test compares them on random lifecycles).
 
 One page is two statements: the page's groups (sorted keys after the marker, with
 their distinct resource counts), then the ``(state, size)`` sums of exactly those
@@ -17,11 +15,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from reporting.db import writes
 from reporting.db.models import ResourceInterval
 from reporting.queries.scope import condition
 from reporting.queries.usage import UsageFilter, UsageGroup, group_columns
@@ -35,26 +35,16 @@ def epoch_micros(moment: dt.datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def _micros(dialect: str, column: Any) -> sa.ColumnElement[int]:
-    if dialect == "postgresql":
-        return sa.cast(sa.extract("epoch", column) * 1_000_000, sa.BigInteger)
-    if dialect == "sqlite":
-        seconds = sa.cast(sa.func.strftime("%s", column), sa.BigInteger)
-        fraction = sa.cast(sa.func.substr(column, 21, 6), sa.BigInteger)
-        return seconds * 1_000_000 + fraction
-    # Tally supports SQLite and PostgreSQL only; any other URL is a configuration error.
-    raise ValueError(f"unsupported database dialect {dialect!r} (SQLite or PostgreSQL)")
-
-
-def _overlap_micros(dialect: str, start: dt.datetime, end: dt.datetime) -> sa.ColumnElement[int]:
+def _overlap_micros(micros: Callable[[Any], sa.ColumnElement[int]], start: dt.datetime,
+                    end: dt.datetime) -> sa.ColumnElement[int]:
     """Length in microseconds of each interval inside ``[start, end)`` (rows that
     overlap the period only; an open interval runs to ``end``)."""
     model = ResourceInterval
     period_start, period_end = epoch_micros(start), epoch_micros(end)
-    interval_start = _micros(dialect, model.start)
+    interval_start = micros(model.start)
     interval_end = sa.case(
         (model.end.is_(None), period_end),
-        else_=_micros(dialect, model.end),
+        else_=micros(model.end),
     )
     clipped_end = sa.case((interval_end < period_end, interval_end), else_=period_end)
     clipped_start = sa.case(
@@ -74,7 +64,6 @@ def usage_page(
 ) -> tuple[list[UsageGroup], dict[tuple[str, ...], int], bool]:
     """Up to ``limit`` groups after ``after``, their resource counts, and whether more follow."""
     model = ResourceInterval
-    dialect = session.get_bind().dialect.name
     columns = [getattr(model, name) for name in group_columns(group_by)]
     key = sa.tuple_(*columns)
     overlapping = [model.start < end, sa.or_(model.end.is_(None), model.end > start)]
@@ -105,7 +94,7 @@ def usage_page(
     counts = {tuple(row[:width]): int(row.resources) for row in found}
     first, last = tuple(found[0][:width]), tuple(found[-1][:width])
 
-    length = _overlap_micros(dialect, start, end)
+    length = _overlap_micros(writes.of(session).epoch_micros, start, end)
     size_text = sa.cast(model.size, sa.Text)
     sums_query = (
         sa.select(*columns, model.state, size_text.label("size_text"),

@@ -5,29 +5,22 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, cast
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting.db.models import CurrentResource, SizeName, SyncRun, SyncSighting
+from reporting.db import writes
+from reporting.db.models import CurrentResource, SyncRun, SyncSighting
 from reporting.sync.observation import SizeNameEntry
 from reporting.sync.plan import ProjectionRow
 
 _CHUNK = 2000
-_SIGHTINGS = cast(sa.Table, SyncSighting.__table__)
-_SIZE_NAMES = cast(sa.Table, SizeName.__table__)
 
 
 def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
-
-
-def _upsert(session: Session, table: sa.Table) -> Any:
-    dialect = session.get_bind().dialect.name
-    return (postgresql.insert(table) if dialect == "postgresql" else sqlite.insert(table))
 
 
 # --- sync_runs ---------------------------------------------------------------------------
@@ -134,13 +127,9 @@ def _open_keys(session: Session, cloud: str) -> set[tuple[str, str]]:
 
 def _open(session: Session, cloud: str, keys: Sequence[tuple[str, str]],
           at: dt.datetime) -> None:
+    seam = writes.of(session)
     for chunk in _chunks(keys, 5000):
-        statement = _upsert(session, _SIGHTINGS)
-        statement = statement.on_conflict_do_update(  # a closed sighting reopens
-            index_elements=["cloud", "resource_type", "resource_id"],
-            set_={"first_seen_at": statement.excluded.first_seen_at, "seen_until": None},
-        )
-        session.execute(statement, [
+        seam.open_sightings(session, [  # a closed sighting reopens
             {"cloud": cloud, "resource_type": rtype, "resource_id": rid,
              "first_seen_at": at, "seen_until": None}
             for rtype, rid in chunk
@@ -183,12 +172,7 @@ def store_size_names(factory: sessionmaker[Session], platform: str, cloud: str,
     if not entries:
         return
     with factory.begin() as session:
-        statement = _upsert(session, _SIZE_NAMES)
-        statement = statement.on_conflict_do_update(
-            index_elements=["platform", "cloud", "kind", "size_id"],
-            set_={"name": statement.excluded.name, "updated_at": statement.excluded.updated_at},
-        )
-        session.execute(statement, [
+        writes.of(session).upsert_size_names(session, [
             {"platform": platform, "cloud": cloud, "kind": e.kind, "size_id": e.size_id,
              "name": e.name, "updated_at": now}
             for e in entries

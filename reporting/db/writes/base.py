@@ -1,0 +1,271 @@
+"""The write seam: every statement whose form depends on the database.
+
+One ``Writes`` object per engine (``reporting.db.writes.of``), chosen once from
+the engine's dialect; callers name an operation and never look at the dialect.
+What both dialects say alike (Core statements every dialect renders) lives here;
+``postgresql.py`` and ``sqlite.py`` hold the rest.
+
+The projection operations run inside the ingest write transaction, after the
+batch's events are inserted and its resources locked (``lock_resources``).
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import datetime as dt
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, cast
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from reporting import fold
+from reporting.db.models import (
+    CurrentResource,
+    Event,
+    RejectedEvent,
+    ResourceInterval,
+    ResourceType,
+    SizeName,
+    SyncSighting,
+)
+
+ResourceKey = tuple[str, str, str, str]  # (platform, cloud, resource_type, resource_id)
+TypeKey = tuple[str, str, str]  # (platform, cloud, resource_type)
+
+EVENTS = cast(sa.Table, Event.__table__)
+REJECTED = cast(sa.Table, RejectedEvent.__table__)
+CURRENT = cast(sa.Table, CurrentResource.__table__)
+INTERVALS = cast(sa.Table, ResourceInterval.__table__)
+RESOURCE_TYPES = cast(sa.Table, ResourceType.__table__)
+SIZE_NAMES = cast(sa.Table, SizeName.__table__)
+SIGHTINGS = cast(sa.Table, SyncSighting.__table__)
+
+KEY_NAMES = ("platform", "cloud", "resource_type", "resource_id")
+# The columns of an event row a client's item fills (seq and received_at are ours).
+EVENT_COLUMNS = ("event_id", "event_type", "platform", "cloud", "resource_type", "resource_id",
+                 "project_id", "timestamp", "source", "payload")
+STATE_COLUMNS = ("project_id", "state", "size", "live", "created_at", "deleted_at",
+                 "last_event_at", "last_event_id", "last_event_seq")
+INTERVAL_COLUMNS = ("platform", "cloud", "resource_type", "resource_id", "start", "end",
+                    "project_id", "state", "size", "event_id")
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenInterval:
+    """What the incremental fold needs of a live resource's open interval: its
+    attributes are the row's (a change of attributes opens a new interval)."""
+
+    id: int
+    start: dt.datetime
+    event_id: str
+    locator: Any = None  # where the seam finds the row again (PostgreSQL: its ctid)
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldResource:
+    """A resource the projection holds: its row and, while live, its open interval."""
+
+    state: fold.ResourceState
+    open_interval: OpenInterval | None
+    locator: Any = None  # where the seam finds the row again (PostgreSQL: its ctid)
+
+
+def by_type(keys: Iterable[ResourceKey]) -> dict[TypeKey, list[str]]:
+    """Resource ids grouped by (platform, cloud, resource_type), each list sorted."""
+    grouped: dict[TypeKey, list[str]] = {}
+    for platform, cloud, rtype, rid in keys:
+        grouped.setdefault((platform, cloud, rtype), []).append(rid)
+    return {group: sorted(set(ids)) for group, ids in sorted(grouped.items())}
+
+
+def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _rows_query(group: TypeKey, ids_match: sa.ColumnElement[bool],
+                locator: sa.ColumnElement[Any]) -> sa.Select[Any]:
+    cr = CURRENT.c
+    return (
+        sa.select(cr.resource_id, locator, *(cr[c] for c in STATE_COLUMNS))
+        .where(cr.platform == group[0], cr.cloud == group[1], cr.resource_type == group[2],
+               ids_match)
+    )
+
+
+def _open_query(group: TypeKey, ids_match: sa.ColumnElement[bool],
+                locator: sa.ColumnElement[Any]) -> sa.Select[Any]:
+    ri = INTERVALS.c
+    return (
+        sa.select(ri.resource_id, ri.id, ri.start, ri.event_id, locator)
+        .where(ri.platform == group[0], ri.cloud == group[1], ri.resource_type == group[2],
+               ids_match, ri.end.is_(None))
+    )
+
+
+def _state(row: Any) -> fold.ResourceState:
+    # STATE_COLUMNS are ResourceState's fields in order (a test compares both).
+    return fold.ResourceState(*row[2:])
+
+
+def _history_query(group: TypeKey, ids_match: sa.ColumnElement[bool]) -> sa.Select[Any]:
+    ev = EVENTS.c
+    return (
+        sa.select(ev.resource_id, ev.event_id, ev.event_type, ev.project_id, ev.timestamp,
+                  ev.payload, ev.seq)
+        .where(ev.platform == group[0], ev.cloud == group[1], ev.resource_type == group[2],
+               ids_match)
+        .order_by(ev.resource_id, ev.timestamp, ev.seq)
+    )
+
+
+class Writes(abc.ABC):
+    """The named operations; one subclass per dialect."""
+
+    # --- events ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def insert_events(self, session: Session, rows: Sequence[dict[str, Any]]
+                      ) -> dict[str, int]:
+        """Insert-or-ignore on event_id; answers ``{event_id: seq}`` of the rows this
+        call inserted.  ``rows`` (non-empty) carry ``EVENT_COLUMNS`` and one
+        ``received_at``, their event ids are distinct; seq follows their order (the
+        receipt order)."""
+
+    def insert_rejected(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+        session.execute(sa.insert(REJECTED), list(rows))
+
+    def retryable(self, exc: sa.exc.OperationalError) -> bool:
+        """Whether a transaction that failed with ``exc`` may simply run again."""
+        return False
+
+    # --- the projection -------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def lock_resources(self, session: Session, keys: Iterable[ResourceKey]) -> None:
+        """Serialise folds of these resources across processes until commit."""
+
+    @abc.abstractmethod
+    def _ids_match(self, column: sa.ColumnElement[str], ids: Sequence[str]
+                   ) -> Iterable[sa.ColumnElement[bool]]:
+        """Conditions ``column`` in ``ids``, one per statement to run."""
+
+    def held_resources(self, session: Session, keys: Iterable[ResourceKey]
+                       ) -> dict[ResourceKey, HeldResource]:
+        """The rows of ``keys`` the projection holds, with their open intervals.
+
+        Two flat statements per (platform, cloud, type), no join: whatever plan
+        stale statistics give them, each reads the type's rows at most once."""
+        held: dict[ResourceKey, HeldResource] = {}
+        for group, ids in by_type(keys).items():
+            states: dict[str, tuple[fold.ResourceState, Any]] = {}
+            locator = self._locator(CURRENT)
+            for match in self._ids_match(CURRENT.c.resource_id, ids):
+                for row in session.execute(_rows_query(group, match, locator)).all():
+                    states[row[0]] = (_state(row), row[1])
+            live = sorted(rid for rid, (state, _) in states.items() if state.live)
+            opened: dict[str, OpenInterval] = {}
+            locator = self._locator(INTERVALS)
+            for match in self._ids_match(INTERVALS.c.resource_id, live) if live else ():
+                for row in session.execute(_open_query(group, match, locator)).all():
+                    opened[row[0]] = OpenInterval(*row[1:])
+            for rid, (state, row_locator) in states.items():
+                held[(*group, rid)] = HeldResource(state, opened.get(rid), row_locator)
+        return held
+
+    def histories(self, session: Session, keys: Iterable[ResourceKey]
+                  ) -> dict[ResourceKey, list[fold.FoldEvent]]:
+        """The stored events of ``keys``, each resource's in fold order."""
+        found: dict[ResourceKey, list[fold.FoldEvent]] = {}
+        for group, ids in by_type(keys).items():
+            for match in self._ids_match(EVENTS.c.resource_id, ids):
+                for r in session.execute(_history_query(group, match)).all():
+                    # The query's columns after resource_id are FoldEvent's fields in order.
+                    found.setdefault((*group, r[0]), []).append(fold.FoldEvent(*r[1:]))
+        return found
+
+    def insert_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert ``current_resources`` rows (``KEY_NAMES`` + ``STATE_COLUMNS``) of
+        resources not held (the caller holds their locks)."""
+        if rows:
+            session.execute(sa.insert(CURRENT), list(rows))
+
+    @abc.abstractmethod
+    def _locator(self, table: sa.Table) -> sa.ColumnElement[Any]:
+        """What ``held_resources`` reads beside each row to find it again."""
+
+    @abc.abstractmethod
+    def update_rows(self, session: Session,
+                    rows: Sequence[tuple[HeldResource, dict[str, Any]]]) -> None:
+        """Replace the ``STATE_COLUMNS`` of held rows: ``(as held_resources read it,
+        new row)`` pairs, the resources still locked since that read."""
+
+    @abc.abstractmethod
+    def end_intervals(self, session: Session,
+                      ends: Sequence[tuple[OpenInterval, dt.datetime]]) -> None:
+        """Set the end of open intervals ``held_resources`` read (resources locked)."""
+
+    def drop_intervals(self, session: Session, ids: Sequence[int]) -> None:
+        if ids:
+            session.execute(sa.delete(INTERVALS).where(INTERVALS.c.id.in_(list(ids))))
+
+    @abc.abstractmethod
+    def insert_intervals(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert ``resource_intervals`` rows (``INTERVAL_COLUMNS``)."""
+
+    def replace_intervals(self, session: Session, replayed: Iterable[ResourceKey],
+                          intervals: Sequence[dict[str, Any]]) -> None:
+        """Delete every interval of the ``replayed`` resources, then insert
+        ``intervals`` (``INTERVAL_COLUMNS``, of any resource)."""
+        ri = INTERVALS.c
+        for group, ids in by_type(replayed).items():
+            for match in self._ids_match(ri.resource_id, ids):
+                session.execute(sa.delete(INTERVALS).where(
+                    ri.platform == group[0], ri.cloud == group[1], ri.resource_type == group[2],
+                    match))
+        self.insert_intervals(session, intervals)
+
+    # --- reconciliation, resource types, usage ----------------------------------------------
+
+    @abc.abstractmethod
+    def _insert(self, table: sa.Table) -> Any:
+        """The dialect's INSERT construct (it has ``on_conflict_do_update``)."""
+
+    def open_sightings(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert sightings; a closed one (same key) reopens at the new first_seen_at."""
+        if not rows:
+            return
+        statement = self._insert(SIGHTINGS)
+        statement = statement.on_conflict_do_update(
+            index_elements=["cloud", "resource_type", "resource_id"],
+            set_={"first_seen_at": statement.excluded.first_seen_at, "seen_until": None},
+        )
+        session.execute(statement, list(rows))
+
+    def upsert_size_names(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        statement = self._insert(SIZE_NAMES)
+        statement = statement.on_conflict_do_update(
+            index_elements=["platform", "cloud", "kind", "size_id"],
+            set_={"name": statement.excluded.name, "updated_at": statement.excluded.updated_at},
+        )
+        session.execute(statement, list(rows))
+
+    def upsert_resource_type(self, session: Session, platform: str, resource_type: str,
+                             size_schema: Any, updated_at: dt.datetime) -> None:
+        """Register or replace a size schema (two concurrent PUTs both succeed)."""
+        statement = self._insert(RESOURCE_TYPES).values(
+            platform=platform, resource_type=resource_type, size_schema=size_schema,
+            updated_at=updated_at)
+        session.execute(statement.on_conflict_do_update(
+            index_elements=["platform", "resource_type"],
+            set_={"size_schema": statement.excluded.size_schema,
+                  "updated_at": statement.excluded.updated_at},
+        ))
+
+    @abc.abstractmethod
+    def epoch_micros(self, column: Any) -> sa.ColumnElement[int]:
+        """Whole microseconds since the epoch of a naive UTC DateTime column, exactly."""

@@ -1,0 +1,94 @@
+"""The write seam on SQLite: Core statements run as executemany.
+
+A write transaction holds the database write lock, so folds never run side by
+side and resources need no lock of their own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.orm import Session
+
+from reporting.db.writes.base import (
+    CURRENT,
+    EVENTS,
+    INTERVALS,
+    KEY_NAMES,
+    STATE_COLUMNS,
+    HeldResource,
+    OpenInterval,
+    ResourceKey,
+    Writes,
+    chunks,
+)
+
+# Bounds the bind parameters of one IN list.
+_CHUNK = 500
+
+_INSERT_EVENTS = (
+    sqlite.insert(EVENTS)
+    .on_conflict_do_nothing(index_elements=["event_id"])
+    .returning(EVENTS.c.event_id, EVENTS.c.seq, sort_by_parameter_order=True)
+)
+_UPDATE_ROW = (
+    sa.update(CURRENT)
+    .where(*(CURRENT.c[name] == sa.bindparam(f"b_{name}") for name in KEY_NAMES))
+    .values({c: sa.bindparam(f"b_{c}") for c in STATE_COLUMNS})
+)
+_END_INTERVAL = (
+    sa.update(INTERVALS).where(INTERVALS.c.id == sa.bindparam("b_id"))
+    .values(end=sa.bindparam("b_end"))
+)
+
+
+class SqliteWrites(Writes):
+    def insert_events(self, session: Session, rows: Sequence[dict[str, Any]]
+                      ) -> dict[str, int]:
+        return {event_id: seq for event_id, seq in session.execute(_INSERT_EVENTS, list(rows))}
+
+    def retryable(self, exc: sa.exc.OperationalError) -> bool:
+        return "database is locked" in str(exc.orig)
+
+    def lock_resources(self, session: Session, keys: Iterable[ResourceKey]) -> None:
+        """Nothing to do: the transaction holds the database write lock already (it
+        inserted the events)."""
+
+    def _ids_match(self, column: sa.ColumnElement[str], ids: Sequence[str]
+                   ) -> Iterable[sa.ColumnElement[bool]]:
+        for chunk in chunks(ids, _CHUNK):
+            yield column.in_(list(chunk))
+
+    def _locator(self, table: sa.Table) -> sa.ColumnElement[Any]:
+        return sa.null()  # SQLite's planner finds rows by their primary key
+
+    def update_rows(self, session: Session,
+                    rows: Sequence[tuple[HeldResource, dict[str, Any]]]) -> None:
+        if rows:
+            session.execute(_UPDATE_ROW,
+                            [{f"b_{c}": v for c, v in row.items()} for _, row in rows])
+
+    def end_intervals(self, session: Session,
+                      ends: Sequence[tuple[OpenInterval, dt.datetime]]) -> None:
+        if ends:
+            session.execute(_END_INTERVAL,
+                            [{"b_id": opened.id, "b_end": end} for opened, end in ends])
+
+    def insert_intervals(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            session.execute(sa.insert(INTERVALS), list(rows))
+
+    def _insert(self, table: sa.Table) -> Any:
+        return sqlite.insert(table)
+
+    def epoch_micros(self, column: Any) -> sa.ColumnElement[int]:
+        # Instants are 'YYYY-MM-DD HH:MM:SS.ffffff' text: whole seconds plus the digits.
+        # The seconds of the text without its fraction: strftime rounds a fraction to
+        # milliseconds, so '...:59.999999' would count a second too many.
+        seconds = sa.cast(sa.func.strftime("%s", sa.func.substr(column, 1, 19)), sa.BigInteger)
+        fraction = sa.cast(sa.func.substr(column, 21, 6), sa.BigInteger)
+        return seconds * 1_000_000 + fraction

@@ -1,0 +1,239 @@
+"""The write seam (``reporting.db.writes``): one suite, run on SQLite and PostgreSQL
+(the ``db_url`` fixture), against the named operations every caller uses."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.orm import Session, sessionmaker
+
+from reporting import fold
+from reporting.db import writes
+from reporting.db.engine import make_engine, make_sessionmaker
+from reporting.db.models import (
+    CurrentResource,
+    Event,
+    ResourceInterval,
+    ResourceType,
+    SizeName,
+    SyncSighting,
+)
+from reporting.db.writes.base import STATE_COLUMNS, OpenInterval, Writes
+from reporting.queries.usage_store import epoch_micros
+
+T0 = dt.datetime(2026, 1, 1)
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def factory(db_url: str) -> Iterator[sessionmaker[Session]]:
+    engine = make_engine(db_url)
+    yield make_sessionmaker(engine)
+    engine.dispose()
+
+
+@pytest.fixture
+def seam(factory: sessionmaker[Session]) -> Writes:
+    with factory() as session:
+        return writes.of(session)
+
+
+def event_row(event_id: str, resource_id: str, minutes: int, kind: str = "create.end",
+              **payload: Any) -> dict[str, Any]:
+    return {"event_id": event_id, "event_type": f"compute.instance.{kind}",
+            "platform": "openstack", "cloud": "c1", "resource_type": "instance",
+            "resource_id": resource_id, "project_id": "p1",
+            "timestamp": T0 + dt.timedelta(minutes=minutes), "source": "collector",
+            "payload": payload, "received_at": T0}
+
+
+def key(resource_id: str) -> tuple[str, str, str, str]:
+    return ("openstack", "c1", "instance", resource_id)
+
+
+def state(last_seq: int, *, live: bool = True, size: dict[str, Any] | None = None
+          ) -> fold.ResourceState:
+    return fold.ResourceState(
+        project_id="p1", state="active", size=size, live=live, created_at=T0,
+        deleted_at=None if live else T0 + dt.timedelta(hours=1),
+        last_event_at=T0 + dt.timedelta(minutes=last_seq), last_event_id=f"e{last_seq}",
+        last_event_seq=last_seq)
+
+
+def row(resource_id: str, s: fold.ResourceState) -> dict[str, Any]:
+    return {"platform": "openstack", "cloud": "c1", "resource_type": "instance",
+            "resource_id": resource_id, "project_id": s.project_id, "state": s.state,
+            "size": s.size, "live": s.live, "created_at": s.created_at,
+            "deleted_at": s.deleted_at, "last_event_at": s.last_event_at,
+            "last_event_id": s.last_event_id, "last_event_seq": s.last_event_seq}
+
+
+def interval(resource_id: str, start: int, end: int | None, event_id: str) -> dict[str, Any]:
+    return {"platform": "openstack", "cloud": "c1", "resource_type": "instance",
+            "resource_id": resource_id, "start": T0 + dt.timedelta(minutes=start),
+            "end": None if end is None else T0 + dt.timedelta(minutes=end),
+            "project_id": "p1", "state": "active", "size": None, "event_id": event_id}
+
+
+def test_the_positional_reads_follow_the_fold_dataclasses() -> None:
+    assert [f.name for f in dataclasses.fields(fold.ResourceState)] == list(STATE_COLUMNS)
+    assert [f.name for f in dataclasses.fields(fold.FoldEvent)] == [
+        "event_id", "event_type", "project_id", "timestamp", "payload", "seq"]
+
+
+def test_one_seam_per_engine_chosen_from_its_dialect(
+        factory: sessionmaker[Session], backend: str, db_url: str) -> None:
+    with factory() as session:
+        first = writes.of(session)
+    with factory() as session:
+        assert writes.of(session) is first
+    assert type(first).__name__ == {"sqlite": "SqliteWrites", "postgresql": "PostgresWrites"}[
+        backend]
+    other = make_engine(db_url)
+    try:
+        assert writes.attach(other) is not first  # one per engine
+    finally:
+        other.dispose()
+
+
+def test_insert_events_stores_each_id_once_and_seq_follows_the_rows(
+        factory: sessionmaker[Session], seam: Writes) -> None:
+    rows = [event_row(f"e-{name}", "vm-1", n) for n, name in enumerate("zamb")]
+    with factory.begin() as session:
+        seqs = seam.insert_events(session, rows)
+    assert set(seqs) == {"e-z", "e-a", "e-m", "e-b"}
+    assert [seqs[r["event_id"]] for r in rows] == sorted(seqs.values())  # receipt order
+    with factory.begin() as session:
+        again = seam.insert_events(session, [event_row("e-a", "vm-1", 0),
+                                             event_row("e-new", "vm-1", 9)])
+    assert set(again) == {"e-new"} and again["e-new"] > max(seqs.values())
+    with factory() as session:
+        assert session.execute(sa.select(sa.func.count()).select_from(Event)).scalar() == 5
+
+
+def test_held_resources_read_rows_with_their_open_interval(
+        factory: sessionmaker[Session], seam: Writes) -> None:
+    size = {"vcpus": 2, "big": 2**70}
+    with factory.begin() as session:
+        seam.insert_rows(session, [row("vm-live", state(3, size=size)),
+                                   row("vm-gone", state(4, live=False))])
+        seam.insert_intervals(session, [interval("vm-live", 0, 3, "e0"),
+                                        interval("vm-live", 3, None, "e3"),
+                                        interval("vm-gone", 0, 60, "e0")])
+    with factory() as session:
+        held = seam.held_resources(session, [key("vm-live"), key("vm-gone"), key("vm-none")])
+    assert set(held) == {key("vm-live"), key("vm-gone")}
+    assert held[key("vm-live")].state == state(3, size=size)
+    opened = held[key("vm-live")].open_interval
+    assert opened is not None and (opened.start, opened.event_id) == (
+        T0 + dt.timedelta(minutes=3), "e3")
+    assert held[key("vm-gone")].open_interval is None
+
+
+def test_held_resources_of_many_keys(factory: sessionmaker[Session], seam: Writes) -> None:
+    with factory.begin() as session:
+        seam.insert_rows(session, [row(f"vm-{n}", state(n)) for n in range(1200)])
+    with factory() as session:
+        held = seam.held_resources(session, [key(f"vm-{n}") for n in range(0, 2400, 2)])
+    assert set(held) == {key(f"vm-{n}") for n in range(0, 1200, 2)}
+
+
+def test_histories_come_in_fold_order(factory: sessionmaker[Session], seam: Writes) -> None:
+    with factory.begin() as session:
+        seam.insert_events(session, [event_row("b-2", "vm-b", 2), event_row("a-5", "vm-a", 5),
+                                     event_row("a-1", "vm-a", 1), event_row("a-1bis", "vm-a", 1),
+                                     event_row("x", "vm-x", 0)])
+    with factory() as session:
+        found = seam.histories(session, [key("vm-a"), key("vm-b"), key("vm-none")])
+    assert {k: [e.event_id for e in v] for k, v in found.items()} == {
+        key("vm-a"): ["a-1", "a-1bis", "a-5"], key("vm-b"): ["b-2"]}
+    assert all(isinstance(e.payload, dict) for e in found[key("vm-a")])
+
+
+def test_rows_update_and_intervals_end_drop_and_replace(
+        factory: sessionmaker[Session], seam: Writes) -> None:
+    with factory.begin() as session:
+        seam.insert_rows(session, [row("vm-1", state(1)), row("vm-2", state(1))])
+        seam.insert_intervals(session, [interval("vm-1", 0, None, "e0"),
+                                        interval("vm-2", 0, None, "e0"),
+                                        interval("vm-2", 5, None, "e5")])
+    with factory.begin() as session:
+        held = seam.held_resources(session, [key("vm-1")])
+        opened = held[key("vm-1")].open_interval
+        assert isinstance(opened, OpenInterval)
+        seam.update_rows(session, [(held[key("vm-1")], row("vm-1", state(7, live=False)))])
+        seam.end_intervals(session, [(opened, T0 + dt.timedelta(minutes=7))])
+        seam.replace_intervals(session, [key("vm-2")], [interval("vm-2", 1, 2, "e1")])
+    with factory() as session:
+        assert session.get(CurrentResource, key("vm-1")).last_event_seq == 7  # type: ignore[union-attr]
+        got = session.execute(sa.select(ResourceInterval.resource_id, ResourceInterval.end,
+                                        ResourceInterval.event_id)
+                              .order_by(ResourceInterval.resource_id)).all()
+    assert [tuple(g) for g in got] == [("vm-1", T0 + dt.timedelta(minutes=7), "e0"),
+                                       ("vm-2", T0 + dt.timedelta(minutes=2), "e1")]
+    with factory.begin() as session:
+        ids = session.execute(sa.select(ResourceInterval.id)).scalars().all()
+        seam.drop_intervals(session, ids)
+        assert session.execute(sa.select(sa.func.count()).select_from(ResourceInterval)
+                               ).scalar() == 0
+
+
+def test_lock_resources_is_taken_in_a_write_transaction(
+        factory: sessionmaker[Session], seam: Writes) -> None:
+    with factory.begin() as session:
+        seam.insert_events(session, [event_row("e1", "vm-1", 0)])
+        seam.lock_resources(session, [key("vm-2"), key("vm-1"), key("vm-1")])
+
+
+def test_sightings_reopen_and_size_names_and_resource_types_upsert(
+        factory: sessionmaker[Session], seam: Writes) -> None:
+    first = {"cloud": "c1", "resource_type": "instance", "resource_id": "vm-1",
+             "first_seen_at": T0, "seen_until": T0}
+    with factory.begin() as session:
+        seam.open_sightings(session, [first])
+        seam.open_sightings(session, [{**first, "first_seen_at": T0 + dt.timedelta(hours=1),
+                                       "seen_until": None}])
+        for name in ("ssd", "fast-ssd"):
+            seam.upsert_size_names(session, [{"platform": "openstack", "cloud": "c1",
+                                              "kind": "volume_type", "size_id": "t1",
+                                              "name": name, "updated_at": T0}])
+        for schema in ({"type": "object"}, {"type": "object", "required": ["gb"]}):
+            seam.upsert_resource_type(session, "openstack", "thing", schema, T0)
+    with factory() as session:
+        sighting = session.get(SyncSighting, ("c1", "instance", "vm-1"))
+        assert sighting is not None
+        assert (sighting.first_seen_at, sighting.seen_until) == (T0 + dt.timedelta(hours=1), None)
+        named = session.get(SizeName, ("openstack", "c1", "volume_type", "t1"))
+        assert named is not None and named.name == "fast-ssd"
+        registered = session.get(ResourceType, ("openstack", "thing"))
+        assert registered is not None and registered.size_schema["required"] == ["gb"]
+
+
+@pytest.mark.parametrize("moment", [
+    dt.datetime(1970, 1, 1), dt.datetime(2026, 3, 29, 1, 59, 59, 999999),
+    dt.datetime(2099, 12, 31, 23, 59, 59, 1),
+])
+def test_epoch_micros_is_exact(factory: sessionmaker[Session], seam: Writes,
+                               moment: dt.datetime) -> None:
+    with factory.begin() as session:
+        seam.insert_intervals(session, [{**interval("vm-1", 0, None, "e0"), "start": moment}])
+        got = session.execute(sa.select(seam.epoch_micros(ResourceInterval.start))).scalar()
+    assert got == epoch_micros(moment)
+
+
+def test_only_the_factory_chooses_by_dialect() -> None:
+    """Callers never branch on the dialect: only reporting/db/writes/__init__.py names it."""
+    branching = re.compile(r"dialect\.name|dialect ==|dialect !=")
+    found = [
+        str(path.relative_to(REPO))
+        for path in sorted((REPO / "reporting").rglob("*.py"))
+        if branching.search(path.read_text()) and path != REPO / "reporting/db/writes/__init__.py"
+    ]
+    assert found == []
