@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting import fold, metrics, pg_batch, planner_statistics, projection
 from reporting.db.models import Event, RejectedEvent
-from reporting.validation import ValidEvent, load_validator, storable_copy
+from reporting.validation import ValidEvent, exact_text, load_validator, storable_copy
 
 LOG = logging.getLogger(__name__)
 
@@ -209,6 +209,7 @@ def _store(
                         "event_id": _readable(r.item, "event_id"),
                         "reason": r.reason,
                         "raw": storable_copy(r.item),
+                        "raw_json": exact_text(r.item),
                         "replayed_at": None,
                     }
                     for r in rejected

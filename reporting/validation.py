@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -148,6 +149,16 @@ def storable_copy(value: Any) -> Any:
     if isinstance(value, list):
         return [storable_copy(v) for v in value]
     return value
+
+
+def exact_text(value: Any) -> str | None:
+    """``value`` as ASCII JSON text that decodes back to the very same value: NUL and
+    lone surrogates come out escaped, so any text column keeps it exactly (None for
+    what JSON cannot write, which only a caller inside the API could pass)."""
+    try:
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def check_size_schema(document: Any) -> str | None:

@@ -8,12 +8,13 @@ import sqlalchemy as sa
 from flask import Blueprint, current_app, jsonify, request
 
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
+from reporting import dead_letter
 from reporting.api.auth import require_role
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.db.models import RejectedEvent
 from reporting.db.session import app_sessionmaker, db_session
-from reporting.ingest import MAX_BATCH, ingest, utcnow
+from reporting.ingest import MAX_BATCH, utcnow
 from reporting.pagination import decode_marker, list_body, page, parse_limit
 
 bp = Blueprint("rejected", __name__)
@@ -35,7 +36,7 @@ def render(row: RejectedEvent) -> dict[str, Any]:
         "cloud": row.cloud,
         "event_id": row.event_id,
         "reason": row.reason,
-        "raw": row.raw,
+        "raw": dead_letter.original(row),
         "replayed_at": format_timestamp(row.replayed_at) if row.replayed_at else None,
     }
 
@@ -111,11 +112,8 @@ def replay() -> Any:
             ).scalars()
         }
     pending = [rows[i] for i in ids if i in rows and rows[i].replayed_at is None]
-    outcomes = ingest(
-        factory,
-        [row.raw for row in pending],
-        require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"],
-        dead_letter=False,
+    outcomes = dead_letter.replay_rows(
+        factory, pending, require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"]
     )
     by_id = {row.id: outcome for row, outcome in zip(pending, outcomes, strict=True)}
     done = [row_id for row_id, o in by_id.items() if o.status != "rejected"]
