@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from mapping import event
 from mapping.openstack_rules import (
+    IMAGE_STORED_STATE,
     SizeBuilder,
     SkipRule,
     StateRule,
@@ -31,6 +32,7 @@ from mapping.openstack_rules import (
     image_size,
     instance_size,
     loadbalancer_size,
+    normalize_image_status,
     normalize_vm_state,
     normalize_volume_status,
     read_path,
@@ -46,6 +48,7 @@ __all__ = [
     "RULES_BY_OSLO_TYPE",
     "context_project_id",
     "map_notification",
+    "normalize_image_status",
     "normalize_vm_state",
     "normalize_volume_status",
     "oslo_timestamp",
@@ -96,8 +99,8 @@ NOTIFICATION_TABLE: Final[tuple[NotificationRule, ...]] = (
     _R("volume.transfer.accept.end", "volume.transfer.accept.end", "volume", volume_status, volume_size, _VOLUME_ID, "tenant_id"),
     _R("floatingip.create.end", "floatingip.create.end", "floating_ip", fixed_state("active"), floating_ip_size, ("floatingip.id",), "floatingip.tenant_id"),
     _R("floatingip.delete.end", "floatingip.delete.end", "floating_ip", None, None, ("floatingip_id",), None),
-    _R("image.upload", "image.create", "image", fixed_state("active"), image_size, _IMAGE_ID, "owner"),
-    _R("image.create", "image.create", "image", fixed_state("active"), image_size, _IMAGE_ID, "owner", skip=unsized_image),
+    _R("image.upload", "image.create", "image", fixed_state(IMAGE_STORED_STATE), image_size, _IMAGE_ID, "owner"),
+    _R("image.create", "image.create", "image", fixed_state(IMAGE_STORED_STATE), image_size, _IMAGE_ID, "owner", skip=unsized_image),
     _R("image.delete", "image.delete", "image", None, None, _IMAGE_ID, "owner"),
     _R("octavia.loadbalancer.create.end", "octavia.loadbalancer.create.end", "loadbalancer", fixed_state("active"), loadbalancer_size, _LOADBALANCER_ID, "project_id"),
     _R("octavia.loadbalancer.update.end", "octavia.loadbalancer.update.end", "loadbalancer", fixed_state("active"), None, _LOADBALANCER_ID, "project_id"),
