@@ -12,7 +12,8 @@ from oslo_config import cfg
 
 from collector.backlog import BacklogSignal
 from collector.buffer import EventBuffer
-from collector.delivery import Delivery
+from collector.cloud_check import CloudCheck
+from collector.delivery import Delivery, read_token
 from collector.errors import ConfigurationError
 from collector.listener import NotificationEndpoint, build_listener, resolve_cloud
 from collector.metrics import CollectorMetrics, MetricsServer, parse_bind
@@ -58,6 +59,11 @@ class Collector:
         self.metrics.watch_buffer(self.buffer.depth, self.buffer.oldest_age,
                                   self.buffer.parked_depth)
         self.metrics_server = MetricsServer(self.metrics, bind) if bind else None
+        self.cloud_check = CloudCheck(
+            conf.collector.reporting_url, read_token(conf.collector.token_file), self.cloud,
+            self.metrics, timeout=conf.collector.request_timeout_s,
+            retry_s=conf.collector.retry_max_delay_s)
+        self.cloud_check_done = self.cloud_check.done
         self.stopping = threading.Event()
         self.written = threading.Event()
         self.endpoint = NotificationEndpoint(
@@ -93,6 +99,9 @@ class Collector:
         # connection), so it runs in its own thread and SIGTERM still ends the process.
         self._listener_thread = threading.Thread(
             target=self._start_listener, name="tally-listener-start", daemon=True)
+        self._cloud_check_thread = threading.Thread(
+            target=self.cloud_check.run, args=(self.stopping,), name="tally-cloud-check",
+            daemon=True)
         self._state_lock = threading.Lock()
         self._listening = False
 
@@ -108,6 +117,7 @@ class Collector:
                         "until an operator requeues them", parked, self.buffer.directory)
         self._delivery_thread.start()
         self._listener_thread.start()
+        self._cloud_check_thread.start()
 
     def _start_listener(self) -> None:
         self.listener.start()

@@ -75,7 +75,8 @@ def different_event_reason(event_id: str) -> str:
 
 
 def replay_rows(
-    factory: sessionmaker[Session], rows: Sequence[RejectedEvent], *, require_size_schema: bool
+    factory: sessionmaker[Session], rows: Sequence[RejectedEvent], *, require_size_schema: bool,
+    known_clouds: frozenset[str] | None = None,
 ) -> list[ItemResult]:
     """Ingest each row's item exactly as it arrived; one result per row, in order.
 
@@ -86,12 +87,13 @@ def replay_rows(
     todo = [i for i in range(len(rows)) if i not in refused]
     items = [original(rows[i]) for i in todo]
     outcomes = dict(zip(todo, ingest(factory, items, require_size_schema=require_size_schema,
-                                     dead_letter=False), strict=True))
+                                     dead_letter=False, known_clouds=known_clouds), strict=True))
     duplicates = [i for i in todo if outcomes[i].status == "duplicate"]
     if duplicates:
         with factory() as session:
             dup_items = [original(rows[i]) for i in duplicates]
-            validator = load_validator(session, dup_items, require_size_schema=require_size_schema)
+            validator = load_validator(session, dup_items, require_size_schema=require_size_schema,
+                                       known_clouds=known_clouds)
             checked = [validator.check(item) for item in dup_items]
             differing = differing_duplicates(
                 session, [event for event in checked if isinstance(event, ValidEvent)])

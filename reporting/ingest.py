@@ -66,13 +66,16 @@ def _readable(item: Any, field: str) -> str | None:
 
 
 def ingest_events(
-    factory: sessionmaker[Session], items: Sequence[Any], *, require_size_schema: bool
+    factory: sessionmaker[Session], items: Sequence[Any], *, require_size_schema: bool,
+    known_clouds: frozenset[str] | None = None,
 ) -> list[ItemResult]:
     """Ingest ``items`` (raw decoded JSON values) and answer one result per item, in order.
 
-    A refused item is kept in ``rejected_events`` with its reason.
+    A refused item is kept in ``rejected_events`` with its reason.  ``known_clouds``
+    (the clouds file's names, None: any cloud) refuses an event of another cloud.
     """
-    return ingest(factory, items, require_size_schema=require_size_schema, dead_letter=True)
+    return ingest(factory, items, require_size_schema=require_size_schema, dead_letter=True,
+                  known_clouds=known_clouds)
 
 
 def ingest(
@@ -81,11 +84,13 @@ def ingest(
     *,
     require_size_schema: bool,
     dead_letter: bool,
+    known_clouds: frozenset[str] | None = None,
 ) -> list[ItemResult]:
     """``ingest_events``; with ``dead_letter=False`` a refused item is only reported
     (a dead-letter replay must not file a second copy of a row that still fails)."""
     with factory() as session:
-        validator = load_validator(session, items, require_size_schema=require_size_schema)
+        validator = load_validator(session, items, require_size_schema=require_size_schema,
+                                   known_clouds=known_clouds)
     checked = validator.check_all(items)
     valid: list[tuple[int, ValidEvent]] = []
     rejected: list[_Rejected] = []

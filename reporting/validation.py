@@ -27,6 +27,7 @@ from reporting.db.models import ResourceType, SizeName
 # Reasons quote offending values; a 10 MiB string must not become a 10 MiB reason.
 MAX_REASON_LEN = 1000
 VOLUME_TYPE_KIND = "volume_type"
+UNKNOWN_CLOUD = "unknown cloud"
 
 
 class _SchemaCheck:
@@ -182,8 +183,11 @@ class ItemValidator:
         size_names: Mapping[SizeNameKey, str],
         *,
         require_size_schema: bool,
+        known_clouds: frozenset[str] | None = None,
     ) -> None:
         self._schemas = dict(size_schemas)
+        # None: any cloud (the API has no clouds file); else the clouds it names.
+        self._clouds = known_clouds
         self._names = dict(size_names)
         self._require = require_size_schema
         self._checks: dict[SchemaKey, _SchemaCheck] = {}
@@ -211,6 +215,9 @@ class ItemValidator:
         if self._check_storable and unstorable(item):
             return ("event_schema: a string holds NUL or an unpaired surrogate, "
                     "or a number is not finite")
+        if self._clouds is not None and item["cloud"] not in self._clouds:
+            return _clip(f"{UNKNOWN_CLOUD}: the clouds file names no cloud {item['cloud']!r} "
+                         "(a typo books every resource twice); add it, restart, and replay")
         try:
             timestamp = parse_timestamp(item["timestamp"])
         except TimestampError as exc:
@@ -256,7 +263,8 @@ class ItemValidator:
 
 
 def load_validator(
-    session: Session, items: Sequence[Any], *, require_size_schema: bool
+    session: Session, items: Sequence[Any], *, require_size_schema: bool,
+    known_clouds: frozenset[str] | None = None,
 ) -> ItemValidator:
     """An ItemValidator holding the registered schemas and the size names ``items`` need."""
     schemas = {
@@ -264,7 +272,8 @@ def load_validator(
         for row in session.execute(sa.select(ResourceType)).scalars()
     }
     return ItemValidator(
-        schemas, _size_names(session, items), require_size_schema=require_size_schema
+        schemas, _size_names(session, items), require_size_schema=require_size_schema,
+        known_clouds=known_clouds,
     )
 
 

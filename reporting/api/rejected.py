@@ -10,6 +10,7 @@ from flask import Blueprint, current_app, jsonify, request
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from reporting import dead_letter
 from reporting.api.auth import require_role
+from reporting.api.clouds import known_clouds
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.db.models import RejectedEvent
@@ -113,7 +114,8 @@ def replay() -> Any:
         }
     pending = [rows[i] for i in ids if i in rows and rows[i].replayed_at is None]
     outcomes = dead_letter.replay_rows(
-        factory, pending, require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"]
+        factory, pending, require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"],
+        known_clouds=known_clouds(),
     )
     by_id = {row.id: outcome for row, outcome in zip(pending, outcomes, strict=True)}
     done = [row_id for row_id, o in by_id.items() if o.status != "rejected"]

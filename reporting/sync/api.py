@@ -19,6 +19,7 @@ from oslo_config import cfg
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from reporting import pagination
 from reporting.api.auth import require_role
+from reporting.api.clouds import set_known_clouds
 from reporting.api.errors import ApiError
 from reporting.db.models import SyncRun
 from reporting.db.session import SESSIONMAKER_KEY, db_session
@@ -36,6 +37,7 @@ def init_app(app: Flask, conf: cfg.ConfigOpts) -> None:
     """Read and check the clouds file; a bad one raises and the service does not start."""
     apply_env_aliases(conf, os.environ)
     clouds = load_clouds_file(conf.sync.clouds_file)
+    set_known_clouds(app, frozenset(clouds) if conf.sync.clouds_file else None)
     app.extensions[SERVICE_KEY] = SyncService(conf, app.extensions[SESSIONMAKER_KEY], clouds)
 
 
