@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from mapping.event import EVENT_SCHEMA, TimestampError, parse_timestamp, verb
 from mapping.jsontext import dumps_finite
 from reporting.db.models import ResourceType, SizeName
+from reporting.schema_refs import OFFLINE_REGISTRY, UNRESOLVABLE, ref_problem
 
 # Reasons quote offending values; a 10 MiB string must not become a 10 MiB reason.
 MAX_REASON_LEN = 1000
@@ -42,10 +43,11 @@ class _SchemaCheck:
 
     def __init__(self, schema: dict[str, Any]) -> None:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        self._explain: Validator = cls(schema)
+        # Offline: a reference is resolved inside the document or not at all.
+        self._explain: Validator = cls(schema, registry=OFFLINE_REGISTRY)
         self._fast: Any
         try:
-            self._fast = jsonschema_rs.validator_for(schema)
+            self._fast = jsonschema_rs.validator_for(schema, offline=True)
         except Exception:  # a document the Rust validator does not support
             self._fast = None
 
@@ -59,7 +61,10 @@ class _SchemaCheck:
                 fast_refuses = next(iter(self._fast.iter_errors(instance)), None)
             except Exception:  # noqa: S110 - the Python validator decides below
                 pass
-        error = jsonschema.exceptions.best_match(self._explain.iter_errors(instance))
+        try:
+            error = jsonschema.exceptions.best_match(self._explain.iter_errors(instance))
+        except UNRESOLVABLE as exc:
+            return "(root)", f"the schema holds a reference that cannot be resolved: {exc}"
         if error is not None:
             return _where(error.absolute_path), error.message
         if fast_refuses is not None:
@@ -171,7 +176,8 @@ def check_size_schema(document: Any) -> str | None:
         cls.check_schema(document)
     except jsonschema.SchemaError as exc:
         return _clip(f"{_where(exc.absolute_path)}: {exc.message}")
-    return None
+    problem = ref_problem(document)
+    return None if problem is None else _clip(problem)
 
 
 class ItemValidator:
