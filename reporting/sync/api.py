@@ -22,6 +22,7 @@ from reporting.api.auth import require_role
 from reporting.api.clouds import set_known_clouds
 from reporting.api.errors import ApiError
 from reporting.db.models import SyncRun
+from reporting.queries import params
 from reporting.db.session import SESSIONMAKER_KEY, db_session
 from reporting.sync.clouds import load_clouds_file
 from reporting.sync.options import apply_env_aliases
@@ -29,6 +30,7 @@ from reporting.sync.runner import CloudBusy, SyncService, UnknownCloud
 
 SERVICE_KEY = "tally.sync"
 MARKER_TAG = "sync-runs"
+_LIST_PARAMS = frozenset({"cloud", "limit", "marker"})
 
 bp = Blueprint("sync", __name__)
 
@@ -84,9 +86,10 @@ def _render(run: SyncRun) -> dict[str, Any]:
 @require_role("read")
 def list_sync_runs() -> Response:
     """Newest first (by started_at, then id); ``cloud`` filters, ``limit``/``marker`` page."""
+    params.only(request.args, _LIST_PARAMS)
     limit = pagination.parse_limit(request.args)
     query = sa.select(SyncRun)
-    cloud = request.args.get("cloud")
+    cloud = params.text(request.args, "cloud")
     if cloud:
         query = query.where(SyncRun.cloud == cloud)
     marker = request.args.get("marker")
