@@ -22,8 +22,8 @@ from reporting.api.auth import require_role
 from reporting.api.clouds import set_known_clouds
 from reporting.api.errors import ApiError
 from reporting.db.models import SyncRun
-from reporting.queries import params
 from reporting.db.session import SESSIONMAKER_KEY, db_session
+from reporting.queries import params
 from reporting.sync.clouds import load_clouds_file
 from reporting.sync.options import apply_env_aliases
 from reporting.sync.runner import CloudBusy, SyncService, UnknownCloud
