@@ -29,6 +29,10 @@ from reporting.schema_refs import OFFLINE_REGISTRY, UNRESOLVABLE, ref_problem
 MAX_REASON_LEN = 1000
 VOLUME_TYPE_KIND = "volume_type"
 UNKNOWN_CLOUD = "unknown cloud"
+# The fields a resource's URL is made of (/v1/resources/{platform}/{cloud}/{type}/{id}):
+# none may hold "/", or the resource could be stored but never fetched.
+# (resource_type's own pattern already excludes it.)
+PATH_FIELDS = ("platform", "cloud", "resource_id")
 
 
 class _SchemaCheck:
@@ -221,6 +225,9 @@ class ItemValidator:
         if self._check_storable and unstorable(item):
             return ("event_schema: a string holds NUL or an unpaired surrogate, "
                     "or a number is not finite")
+        for field in PATH_FIELDS:
+            if "/" in item[field]:
+                return f"event_schema: /{field}: must not hold '/' (no route could serve it)"
         if self._clouds is not None and item["cloud"] not in self._clouds:
             return _clip(f"{UNKNOWN_CLOUD}: the clouds file names no cloud {item['cloud']!r} "
                          "(a typo books every resource twice); add it, restart, and replay")
