@@ -27,9 +27,9 @@ from reporting import metrics
 from reporting.ingest import MAX_BATCH, ingest_events
 from reporting.sync import lock, store
 from reporting.sync.clouds import CloudEntry, build_adapter
-from reporting.sync.stats import empty_stats
 from reporting.sync.observation import Adapter, Observation, ObserveRequest, RunAborted
 from reporting.sync.plan import ACTION_STAT, Plan, RunContext, plan_corrections
+from reporting.sync.stats import empty_stats
 from reporting.sync.window import deletion_window
 
 LOG = logging.getLogger(__name__)
