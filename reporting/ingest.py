@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting import fold, metrics, pg_batch, planner_statistics, projection
+from reporting import fold, metric_labels, metrics, pg_batch, planner_statistics, projection
 from reporting.db.models import Event, RejectedEvent
 from reporting.validation import ValidEvent, exact_text, load_validator, storable_copy
 
@@ -104,7 +104,7 @@ def ingest(
     if stored:
         planner_statistics.after_stored(factory)
     results = _results(items, checked, valid, stored)
-    _count(items, checked, results)
+    _count(items, checked, results, known_clouds)
     return results
 
 
@@ -245,21 +245,22 @@ def _results(
     return results
 
 
-def _count(items: Sequence[Any], checked: list[ValidEvent | str], results: list[ItemResult]) -> None:
+def _count(items: Sequence[Any], checked: list[ValidEvent | str], results: list[ItemResult],
+           known_clouds: frozenset[str] | None) -> None:
     counts: collections.Counter[tuple[str, str, str]] = collections.Counter()
-    received: set[str] = set()
+    received = {outcome.cloud for outcome, result in zip(checked, results, strict=True)
+                if result.status == "stored" and isinstance(outcome, ValidEvent)}
+    metric_labels.note_stored(received)
     for result, outcome in zip(results, checked, strict=True):
         if isinstance(outcome, ValidEvent):
             cloud, source = outcome.cloud, outcome.source
         else:
             item = items[result.index]
-            cloud = _readable(item, "cloud") or ""
+            cloud = metric_labels.cloud_label(_readable(item, "cloud") or "", known_clouds)
             source = _readable(item, "source") or ""
             if source not in ("collector", "reconciliation"):
                 source = "invalid"
         counts[(cloud, source, result.status)] += 1
-        if result.status == "stored":
-            received.add(cloud)
     for (cloud, source, outcome_name), n in counts.items():
         metrics.INGEST_EVENTS.labels(cloud=cloud, source=source, outcome=outcome_name).inc(n)
     now = time.time()

@@ -16,7 +16,7 @@ from reporting.api.jsonbody import json_object
 from reporting.db.models import RejectedEvent
 from reporting.db.session import app_sessionmaker, db_session
 from reporting.ingest import MAX_BATCH, utcnow
-from reporting.pagination import decode_marker, list_body, page, parse_limit
+from reporting.pagination import decode_marker, encode_marker, list_body, parse_limit
 
 bp = Blueprint("rejected", __name__)
 
@@ -24,6 +24,9 @@ _LIST_TAG = "rejected-events"
 # Row ids are BIGINT; SQLite cannot even bind an integer beyond 64 bits.
 _ID_MIN, _ID_MAX = -(2**63), 2**63 - 1
 _FILTERS = {"cloud", "since", "reason", "replayed", "limit", "marker"}
+# A page of the dead letter holds rows up to this many bytes of items (and at least
+# one row, however large): 1000 rows of 9 MiB must not become one 9 GiB response.
+MAX_PAGE_BYTES = 4 * 1024 * 1024
 
 
 def _bad(message: str) -> ApiError:
@@ -75,9 +78,29 @@ def list_rejected() -> Any:
         if not isinstance(after, int) or not _ID_MIN - 1 <= after <= _ID_MAX:
             raise _bad("marker is not valid for this list")
         query = query.where(RejectedEvent.id > after)
-    rows = list(db_session().execute(query).scalars())
-    kept, marker = page(rows, limit, _LIST_TAG, lambda row: (row.id,))
+    kept, more = _sized_page(query, limit)
+    marker = encode_marker(_LIST_TAG, (kept[-1].id,)) if more else None
     return jsonify(list_body([render(row) for row in kept], marker))
+
+
+def _sized_page(query: sa.Select[Any], limit: int) -> tuple[list[RejectedEvent], bool]:
+    """The page's rows and whether more follow: at most ``limit`` rows and, past the
+    first, no more than MAX_PAGE_BYTES of items.  The sizes are read first, so rows
+    that do not fit are never loaded."""
+    size = sa.func.coalesce(sa.func.length(RejectedEvent.raw_json),
+                            sa.func.length(sa.cast(RejectedEvent.raw, sa.Text)), 0)
+    sized = db_session().execute(query.with_only_columns(RejectedEvent.id, size)).all()
+    taken, total = 0, 0
+    for _, nbytes in sized[:limit]:
+        if taken and total + int(nbytes) > MAX_PAGE_BYTES:
+            break
+        total += int(nbytes)
+        taken += 1
+    ids = [row_id for row_id, _ in sized[:taken]]
+    rows = list(db_session().execute(
+        sa.select(RejectedEvent).where(RejectedEvent.id.in_(ids)).order_by(RejectedEvent.id)
+    ).scalars()) if ids else []
+    return rows, len(sized) > taken
 
 
 def _ids(body: dict[str, Any]) -> list[int]:
