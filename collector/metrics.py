@@ -66,6 +66,11 @@ class CollectorMetrics:
             "Age of the oldest event in the disk buffer (0 when empty).", registry=r)
         self.parked_depth = prometheus_client.Gauge(
             "tally_collector_parked_depth", "Items in the parked store.", registry=r)
+        self.undecodable = prometheus_client.Counter(
+            "tally_collector_undecodable",
+            "Notifications oslo.messaging could not decode and rejected before the "
+            "collector saw them (dropped by RabbitMQ, or dead-lettered by the queue).",
+            registry=r)
         self.cloud_known = prometheus_client.Gauge(
             "tally_collector_cloud_known",
             "1 when the Reporting API knows [collector] cloud (its clouds file names it, "

@@ -17,6 +17,7 @@ from collector.delivery import Delivery, read_token
 from collector.errors import ConfigurationError
 from collector.listener import NotificationEndpoint, build_listener, resolve_cloud
 from collector.metrics import CollectorMetrics, MetricsServer, parse_bind
+from collector.undecodable import UndecodableCounter
 
 LOG = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ class Collector:
         self.cloud_check_done = self.cloud_check.done
         self.stopping = threading.Event()
         self.written = threading.Event()
+        self.undecodable = UndecodableCounter(self.metrics.undecodable)
         self.endpoint = NotificationEndpoint(
             self.cloud, self.buffer, self.metrics, self.stopping, self.written,
             max_write_attempts=conf.collector.max_write_attempts,
@@ -115,6 +117,7 @@ class Collector:
         if parked:
             LOG.warning("%d items are parked in %s/parked and will not be delivered "
                         "until an operator requeues them", parked, self.buffer.directory)
+        self.undecodable.install()
         self._delivery_thread.start()
         self._listener_thread.start()
         self._cloud_check_thread.start()
@@ -150,6 +153,7 @@ class Collector:
         self._delivery_thread.join(timeout=self.conf.collector.request_timeout_s + 5)
         if self.metrics_server is not None:
             self.metrics_server.stop()
+        self.undecodable.remove()
         if self._own_transport and listening:
             self.transport.cleanup()
         self.buffer.close()
