@@ -86,7 +86,9 @@ def decode_marker(tag: str, shape: Sequence[KeyPart], marker: str) -> tuple[KeyV
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
 
-def _storable_text(value: str) -> bool:
+def storable_text(value: str) -> bool:
+    """False for text no database row can hold (NUL, unpaired surrogates): such a
+    filter, path or marker can match nothing, and PostgreSQL would refuse the query."""
     if "\x00" in value:
         return False
     try:
@@ -100,7 +102,7 @@ def _decode_part(kind: KeyPart, value: Any, invalid: ApiError) -> KeyValue:
     # A marker the API wrote holds only values a row holds; anything else was forged
     # and must be a 400 before it reaches a query (PostgreSQL and SQLite refuse it).
     if kind == "str":
-        if not isinstance(value, str) or not _storable_text(value):
+        if not isinstance(value, str) or not storable_text(value):
             raise invalid
         return value
     if kind == "int":
