@@ -87,6 +87,9 @@ def resolve_cloud(conf: cfg.ConfigOpts, environ: Mapping[str, str]) -> str:
     if not cloud:
         raise ConfigurationError(
             "no cloud name: set [collector] cloud or the TALLY_OSC_CLOUD environment variable")
+    if "/" in cloud:
+        # The API refuses every event of such a cloud: no resource URL could hold it.
+        raise ConfigurationError(f"cloud name {cloud!r} holds '/', which no cloud name may hold")
     return str(cloud)
 
 

@@ -66,6 +66,19 @@ class CollectorMetrics:
             "Age of the oldest event in the disk buffer (0 when empty).", registry=r)
         self.parked_depth = prometheus_client.Gauge(
             "tally_collector_parked_depth", "Items in the parked store.", registry=r)
+        self.undecodable = prometheus_client.Counter(
+            "tally_collector_undecodable",
+            "Notifications oslo.messaging could not decode and rejected before the "
+            "collector saw them (dropped by RabbitMQ, or dead-lettered by the queue).",
+            registry=r)
+        self.cloud_known = prometheus_client.Gauge(
+            "tally_collector_cloud_known",
+            "1 when the Reporting API knows [collector] cloud (its clouds file names it, "
+            "or it has none), 0 when it does not; absent until the API answered.",
+            ["cloud"], registry=r)
+        self.cloud_check_failures = prometheus_client.Counter(
+            "tally_collector_cloud_check_failures",
+            "Start-up checks of the cloud the Reporting API did not answer.", registry=r)
 
     def watch_buffer(
         self, depth: Callable[[], float], oldest_age: Callable[[], float],

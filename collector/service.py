@@ -12,10 +12,12 @@ from oslo_config import cfg
 
 from collector.backlog import BacklogSignal
 from collector.buffer import EventBuffer
-from collector.delivery import Delivery
+from collector.cloud_check import CloudCheck
+from collector.delivery import Delivery, read_token
 from collector.errors import ConfigurationError
 from collector.listener import NotificationEndpoint, build_listener, resolve_cloud
 from collector.metrics import CollectorMetrics, MetricsServer, parse_bind
+from collector.undecodable import UndecodableCounter
 
 LOG = logging.getLogger(__name__)
 
@@ -58,8 +60,14 @@ class Collector:
         self.metrics.watch_buffer(self.buffer.depth, self.buffer.oldest_age,
                                   self.buffer.parked_depth)
         self.metrics_server = MetricsServer(self.metrics, bind) if bind else None
+        self.cloud_check = CloudCheck(
+            conf.collector.reporting_url, read_token(conf.collector.token_file), self.cloud,
+            self.metrics, timeout=conf.collector.request_timeout_s,
+            retry_s=conf.collector.retry_max_delay_s)
+        self.cloud_check_done = self.cloud_check.done
         self.stopping = threading.Event()
         self.written = threading.Event()
+        self.undecodable = UndecodableCounter(self.metrics.undecodable)
         self.endpoint = NotificationEndpoint(
             self.cloud, self.buffer, self.metrics, self.stopping, self.written,
             max_write_attempts=conf.collector.max_write_attempts,
@@ -93,6 +101,9 @@ class Collector:
         # connection), so it runs in its own thread and SIGTERM still ends the process.
         self._listener_thread = threading.Thread(
             target=self._start_listener, name="tally-listener-start", daemon=True)
+        self._cloud_check_thread = threading.Thread(
+            target=self.cloud_check.run, args=(self.stopping,), name="tally-cloud-check",
+            daemon=True)
         self._state_lock = threading.Lock()
         self._listening = False
 
@@ -106,8 +117,10 @@ class Collector:
         if parked:
             LOG.warning("%d items are parked in %s/parked and will not be delivered "
                         "until an operator requeues them", parked, self.buffer.directory)
+        self.undecodable.install()
         self._delivery_thread.start()
         self._listener_thread.start()
+        self._cloud_check_thread.start()
 
     def _start_listener(self) -> None:
         self.listener.start()
@@ -140,6 +153,7 @@ class Collector:
         self._delivery_thread.join(timeout=self.conf.collector.request_timeout_s + 5)
         if self.metrics_server is not None:
             self.metrics_server.stop()
+        self.undecodable.remove()
         if self._own_transport and listening:
             self.transport.cleanup()
         self.buffer.close()

@@ -40,6 +40,18 @@ VM_STATE_NORMALIZATION: Final[Mapping[str, str]] = MappingProxyType({
 # Volume events that change size or owner do not always repeat the status.
 DEFAULT_VOLUME_STATUS: Final = "available"
 
+# The state the table books for an image whose data glance holds (image.upload, or an
+# image.create that carries a size).
+IMAGE_STORED_STATE: Final = "active"
+# Glance statuses of an image whose data is in the store: ``deactivated`` only hides
+# it from non-admins, it still occupies the store.
+IMAGE_STORED_STATUSES: Final = frozenset({"active", "deactivated"})
+# Glance statuses of an image whose data is still on its way in: the table books
+# nothing until image.upload.
+IMAGE_UPLOADING_STATUSES: Final = frozenset({"queued", "saving", "uploading", "importing"})
+# Glance statuses of an image without data: its upload failed or it is deleted.
+IMAGE_DATALESS_STATUSES: Final = frozenset({"killed", "deleted", "pending_delete"})
+
 
 def read_path(payload: Any, path: str) -> Any:
     """The value at a dotted path (``floatingip.id``), or None where it leads nowhere."""
@@ -106,6 +118,18 @@ def fixed_state(state: str) -> StateRule:
     rule.__name__ = f"fixed_state({state!r})"
     rule.__qualname__ = rule.__name__
     return rule
+
+
+def normalize_image_status(status: Any) -> Any:
+    """Normalise a glance image status to the state the table books.
+
+    ``active`` and ``deactivated`` -> ``active`` (the image's data is in the store);
+    anything else passes through unchanged (what an uploading or dataless image is,
+    is said by ``IMAGE_UPLOADING_STATUSES`` / ``IMAGE_DATALESS_STATUSES``).
+    """
+    if status in IMAGE_STORED_STATUSES:
+        return IMAGE_STORED_STATE
+    return status
 
 
 # --- size builders ---------------------------------------------------------------------

@@ -10,6 +10,7 @@ from oslo_config import cfg
 
 from reporting.api import (
     auth,
+    clouds,
     errors,
     events,
     health,
@@ -42,7 +43,7 @@ def create_app(conf: cfg.ConfigOpts) -> Flask:
 
 
 def _register_blueprints(app: Flask, conf: cfg.ConfigOpts) -> None:
-    for read_side in (health, openapi, resources, usage):
+    for read_side in (health, openapi, resources, usage, clouds):
         app.register_blueprint(read_side.bp)
     events.init_app(app, conf)
     for write_side in (events, rejected, resource_types):

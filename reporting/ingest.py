@@ -20,9 +20,9 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting import fold, metrics, projection
+from reporting import fold, metric_labels, metrics, projection
 from reporting.db import writes
-from reporting.validation import ValidEvent, load_validator, storable_copy
+from reporting.validation import ValidEvent, exact_text, load_validator, storable_copy
 
 LOG = logging.getLogger(__name__)
 
@@ -63,13 +63,16 @@ def _readable(item: Any, field: str) -> str | None:
 
 
 def ingest_events(
-    factory: sessionmaker[Session], items: Sequence[Any], *, require_size_schema: bool
+    factory: sessionmaker[Session], items: Sequence[Any], *, require_size_schema: bool,
+    known_clouds: frozenset[str] | None = None,
 ) -> list[ItemResult]:
     """Ingest ``items`` (raw decoded JSON values) and answer one result per item, in order.
 
-    A refused item is kept in ``rejected_events`` with its reason.
+    A refused item is kept in ``rejected_events`` with its reason.  ``known_clouds``
+    (the clouds file's names, None: any cloud) refuses an event of another cloud.
     """
-    return ingest(factory, items, require_size_schema=require_size_schema, dead_letter=True)
+    return ingest(factory, items, require_size_schema=require_size_schema, dead_letter=True,
+                  known_clouds=known_clouds)
 
 
 def ingest(
@@ -78,11 +81,13 @@ def ingest(
     *,
     require_size_schema: bool,
     dead_letter: bool,
+    known_clouds: frozenset[str] | None = None,
 ) -> list[ItemResult]:
     """``ingest_events``; with ``dead_letter=False`` a refused item is only reported
     (a dead-letter replay must not file a second copy of a row that still fails)."""
     with factory() as session:
-        validator = load_validator(session, items, require_size_schema=require_size_schema)
+        validator = load_validator(session, items, require_size_schema=require_size_schema,
+                                   known_clouds=known_clouds)
     checked = validator.check_all(items)
     valid: list[tuple[int, ValidEvent]] = []
     rejected: list[_Rejected] = []
@@ -94,7 +99,7 @@ def ingest(
             valid.append((index, outcome))
     stored = _store_with_retry(factory, valid, rejected)
     results = _results(items, checked, valid, stored)
-    _count(items, checked, results, replay=not dead_letter)
+    _count(items, checked, results, known_clouds, replay=not dead_letter)
     return results
 
 
@@ -159,6 +164,7 @@ def _store(
                         "event_id": _readable(r.item, "event_id"),
                         "reason": r.reason,
                         "raw": storable_copy(r.item),
+                        "raw_json": exact_text(r.item),
                         "replayed_at": None,
                     }
                     for r in rejected
@@ -190,21 +196,21 @@ def _results(
 
 
 def _count(items: Sequence[Any], checked: list[ValidEvent | str], results: list[ItemResult],
-           *, replay: bool = False) -> None:
+           known_clouds: frozenset[str] | None, *, replay: bool = False) -> None:
     counts: collections.Counter[tuple[str, str, str]] = collections.Counter()
-    received: set[str] = set()
+    received = {outcome.cloud for outcome, result in zip(checked, results, strict=True)
+                if result.status == "stored" and isinstance(outcome, ValidEvent)}
+    metric_labels.note_stored(received)
     for result, outcome in zip(results, checked, strict=True):
         if isinstance(outcome, ValidEvent):
             cloud, source = outcome.cloud, outcome.source
         else:
             item = items[result.index]
-            cloud = _readable(item, "cloud") or ""
+            cloud = metric_labels.cloud_label(_readable(item, "cloud") or "", known_clouds)
             source = _readable(item, "source") or ""
             if source not in ("collector", "reconciliation"):
                 source = "invalid"
         counts[(cloud, source, result.status)] += 1
-        if result.status == "stored":
-            received.add(cloud)
     for (cloud, source, outcome_name), n in counts.items():
         if replay:
             metrics.REPLAYED_EVENTS.labels(cloud=cloud, outcome=outcome_name).inc(n)

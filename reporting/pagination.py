@@ -82,14 +82,34 @@ def decode_marker(tag: str, shape: Sequence[KeyPart], marker: str) -> tuple[KeyV
     return tuple(values)
 
 
+# Sort keys the database can hold: BIGINT integers, text without NUL or lone surrogates.
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+
+
+def storable_text(value: str) -> bool:
+    """False for text no database row can hold (NUL, unpaired surrogates): such a
+    filter, path or marker can match nothing, and PostgreSQL would refuse the query."""
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _decode_part(kind: KeyPart, value: Any, invalid: ApiError) -> KeyValue:
+    # A marker the API wrote holds only values a row holds; anything else was forged
+    # and must be a 400 before it reaches a query (PostgreSQL and SQLite refuse it).
     if kind == "str":
-        if not isinstance(value, str):
+        if not isinstance(value, str) or not storable_text(value):
             raise invalid
         return value
     if kind == "int":
         # bool is an int subclass; a marker never holds one.
         if not isinstance(value, int) or isinstance(value, bool):
+            raise invalid
+        if not _INT_MIN <= value <= _INT_MAX:
             raise invalid
         return value
     if not isinstance(value, str):

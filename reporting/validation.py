@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -22,10 +23,16 @@ from sqlalchemy.orm import Session
 from mapping.event import EVENT_SCHEMA, TimestampError, parse_timestamp, verb
 from mapping.jsontext import dumps_finite
 from reporting.db.models import ResourceType, SizeName
+from reporting.schema_refs import OFFLINE_REGISTRY, UNRESOLVABLE, ref_problem
 
 # Reasons quote offending values; a 10 MiB string must not become a 10 MiB reason.
 MAX_REASON_LEN = 1000
 VOLUME_TYPE_KIND = "volume_type"
+UNKNOWN_CLOUD = "unknown cloud"
+# The fields a resource's URL is made of (/v1/resources/{platform}/{cloud}/{type}/{id}):
+# none may hold "/", or the resource could be stored but never fetched.
+# (resource_type's own pattern already excludes it.)
+PATH_FIELDS = ("platform", "cloud", "resource_id")
 
 
 class _SchemaCheck:
@@ -40,10 +47,11 @@ class _SchemaCheck:
 
     def __init__(self, schema: dict[str, Any]) -> None:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        self._explain: Validator = cls(schema)
+        # Offline: a reference is resolved inside the document or not at all.
+        self._explain: Validator = cls(schema, registry=OFFLINE_REGISTRY)
         self._fast: Any
         try:
-            self._fast = jsonschema_rs.validator_for(schema)
+            self._fast = jsonschema_rs.validator_for(schema, offline=True)
         except Exception:  # a document the Rust validator does not support
             self._fast = None
 
@@ -57,7 +65,10 @@ class _SchemaCheck:
                 fast_refuses = next(iter(self._fast.iter_errors(instance)), None)
             except Exception:  # noqa: S110 - the Python validator decides below
                 pass
-        error = jsonschema.exceptions.best_match(self._explain.iter_errors(instance))
+        try:
+            error = jsonschema.exceptions.best_match(self._explain.iter_errors(instance))
+        except UNRESOLVABLE as exc:
+            return "(root)", f"the schema holds a reference that cannot be resolved: {exc}"
         if error is not None:
             return _where(error.absolute_path), error.message
         if fast_refuses is not None:
@@ -150,6 +161,16 @@ def storable_copy(value: Any) -> Any:
     return value
 
 
+def exact_text(value: Any) -> str | None:
+    """``value`` as ASCII JSON text that decodes back to the very same value: NUL and
+    lone surrogates come out escaped, so any text column keeps it exactly (None for
+    what JSON cannot write, which only a caller inside the API could pass)."""
+    try:
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
 def check_size_schema(document: Any) -> str | None:
     """Why ``document`` is not a usable JSON Schema for sizes, or None when it is."""
     if not isinstance(document, dict):
@@ -159,7 +180,8 @@ def check_size_schema(document: Any) -> str | None:
         cls.check_schema(document)
     except jsonschema.SchemaError as exc:
         return _clip(f"{_where(exc.absolute_path)}: {exc.message}")
-    return None
+    problem = ref_problem(document)
+    return None if problem is None else _clip(problem)
 
 
 class ItemValidator:
@@ -171,8 +193,11 @@ class ItemValidator:
         size_names: Mapping[SizeNameKey, str],
         *,
         require_size_schema: bool,
+        known_clouds: frozenset[str] | None = None,
     ) -> None:
         self._schemas = dict(size_schemas)
+        # None: any cloud (the API has no clouds file); else the clouds it names.
+        self._clouds = known_clouds
         self._names = dict(size_names)
         self._require = require_size_schema
         self._checks: dict[SchemaKey, _SchemaCheck] = {}
@@ -200,6 +225,12 @@ class ItemValidator:
         if self._check_storable and unstorable(item):
             return ("event_schema: a string holds NUL or an unpaired surrogate, "
                     "or a number is not finite")
+        for field in PATH_FIELDS:
+            if "/" in item[field]:
+                return f"event_schema: /{field}: must not hold '/' (no route could serve it)"
+        if self._clouds is not None and item["cloud"] not in self._clouds:
+            return _clip(f"{UNKNOWN_CLOUD}: the clouds file names no cloud {item['cloud']!r} "
+                         "(a typo books every resource twice); add it, restart, and replay")
         try:
             timestamp = parse_timestamp(item["timestamp"])
         except TimestampError as exc:
@@ -245,7 +276,8 @@ class ItemValidator:
 
 
 def load_validator(
-    session: Session, items: Sequence[Any], *, require_size_schema: bool
+    session: Session, items: Sequence[Any], *, require_size_schema: bool,
+    known_clouds: frozenset[str] | None = None,
 ) -> ItemValidator:
     """An ItemValidator holding the registered schemas and the size names ``items`` need."""
     schemas = {
@@ -253,7 +285,8 @@ def load_validator(
         for row in session.execute(sa.select(ResourceType)).scalars()
     }
     return ItemValidator(
-        schemas, _size_names(session, items), require_size_schema=require_size_schema
+        schemas, _size_names(session, items), require_size_schema=require_size_schema,
+        known_clouds=known_clouds,
     )
 
 

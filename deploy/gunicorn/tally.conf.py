@@ -23,6 +23,7 @@ import tempfile
 
 from reporting.cmd import load_conf
 from reporting.cmd.bind import format_bind, parse_bind
+from reporting.worker_timeout import timeout_problem
 
 _config_file = os.environ.get("TALLY_CONFIG_FILE")
 if not _config_file:
@@ -33,6 +34,9 @@ if _own_metrics_dir:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="tally-reporting-metrics-")
 
 _conf = load_conf([], prog="tally-reporting-gunicorn", config_files=[_config_file])
+_problem = timeout_problem(_conf)
+if _problem is not None:
+    raise RuntimeError(_problem)
 
 wsgi_app = "reporting.wsgi:application"
 # Parsed as tally-reporting parses it (a host alone listens on 8779, not gunicorn's 8000).
@@ -42,8 +46,8 @@ workers = _conf.api.workers
 # while the worker's other threads keep serving ingest and queries.
 worker_class = "gthread"
 threads = _conf.api.threads
-# Must stay above [sync] budget_s + 15 s, or gunicorn kills the worker in the middle
-# of a sync run (see docs/deployment.md).
+# At least [sync] budget_s + 15 s (checked above), or gunicorn kills the worker in the
+# middle of a sync run (see docs/deployment.md).
 timeout = _conf.api.timeout
 graceful_timeout = 30
 proc_name = "tally-reporting"

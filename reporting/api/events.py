@@ -8,6 +8,7 @@ from flask import Blueprint, Flask, current_app, jsonify
 from oslo_config import cfg
 
 from reporting.api.auth import require_role
+from reporting.api.clouds import known_clouds
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.db.session import app_sessionmaker
@@ -64,6 +65,7 @@ def post_events() -> Any:
         app_sessionmaker(),
         events,
         require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"],
+        known_clouds=known_clouds(),
     )
     counts = {"stored": 0, "duplicate": 0, "rejected": 0}
     rendered = []

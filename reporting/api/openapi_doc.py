@@ -226,6 +226,25 @@ _RESOURCE_PARAMS = [path("platform"), path("cloud"), path("resource_type"), path
 _READ = {"tags": ["queries"]}
 
 
+_CLOUDS = {
+    "type": "object", "additionalProperties": False, "required": ["clouds_file", "items"],
+    "properties": {
+        "clouds_file": {"type": "boolean", "description": "Whether the API has a clouds file."},
+        "items": {"type": "array", "items": {
+            "type": "object", "additionalProperties": False,
+            "required": ["cloud", "in_history", "in_clouds_file", "resources"],
+            "properties": {
+                "cloud": {"type": "string"},
+                "in_history": {"type": "boolean"},
+                "in_clouds_file": {"type": ["boolean", "null"],
+                                   "description": "null without a clouds file."},
+                "resources": {"type": "integer", "description": "Resources of that cloud "
+                              "in the history, live or ended."},
+            }}},
+    },
+}
+
+
 def read_paths() -> dict[str, Any]:
     """The queries, health and metrics (docs/reporting-queries.md)."""
     resource = "/v1/resources/{platform}/{cloud}/{resource_type}/{resource_id}"
@@ -287,6 +306,15 @@ def read_paths() -> dict[str, Any]:
             ],
             "responses": {"200": json_body(ref("Usage"), "A page of usage groups."),
                           **errors(400, 401, 403)},
+        }},
+        "/v1/clouds": {"get": {
+            **_READ,
+            "operationId": "listClouds",
+            "summary": "Every cloud name the history holds, beside the clouds file's.",
+            "description": "Any authenticated role (the collector checks its cloud here at "
+            "start). With a clouds file, ingest refuses events of a cloud it does not name.",
+            "responses": {"200": json_body(_CLOUDS, "Every cloud, by name."),
+                          **errors(400, 401)},
         }},
         "/healthz": {"get": {
             "tags": ["operations"], "operationId": "healthz", "security": [],

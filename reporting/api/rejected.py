@@ -8,13 +8,15 @@ import sqlalchemy as sa
 from flask import Blueprint, current_app, jsonify, request
 
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
+from reporting import dead_letter
 from reporting.api.auth import require_role
+from reporting.api.clouds import known_clouds
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.db.models import RejectedEvent
 from reporting.db.session import app_sessionmaker, db_session
-from reporting.ingest import MAX_BATCH, ingest, utcnow
-from reporting.pagination import decode_marker, list_body, page, parse_limit
+from reporting.ingest import MAX_BATCH, utcnow
+from reporting.pagination import decode_marker, encode_marker, list_body, parse_limit
 
 bp = Blueprint("rejected", __name__)
 
@@ -22,6 +24,9 @@ _LIST_TAG = "rejected-events"
 # Row ids are BIGINT; SQLite cannot even bind an integer beyond 64 bits.
 _ID_MIN, _ID_MAX = -(2**63), 2**63 - 1
 _FILTERS = {"cloud", "since", "reason", "replayed", "limit", "marker"}
+# A page of the dead letter holds rows up to this many bytes of items (and at least
+# one row, however large): 1000 rows of 9 MiB must not become one 9 GiB response.
+MAX_PAGE_BYTES = 4 * 1024 * 1024
 
 
 def _bad(message: str) -> ApiError:
@@ -35,7 +40,7 @@ def render(row: RejectedEvent) -> dict[str, Any]:
         "cloud": row.cloud,
         "event_id": row.event_id,
         "reason": row.reason,
-        "raw": row.raw,
+        "raw": dead_letter.original(row),
         "replayed_at": format_timestamp(row.replayed_at) if row.replayed_at else None,
     }
 
@@ -73,9 +78,29 @@ def list_rejected() -> Any:
         if not isinstance(after, int) or not _ID_MIN - 1 <= after <= _ID_MAX:
             raise _bad("marker is not valid for this list")
         query = query.where(RejectedEvent.id > after)
-    rows = list(db_session().execute(query).scalars())
-    kept, marker = page(rows, limit, _LIST_TAG, lambda row: (row.id,))
+    kept, more = _sized_page(query, limit)
+    marker = encode_marker(_LIST_TAG, (kept[-1].id,)) if more else None
     return jsonify(list_body([render(row) for row in kept], marker))
+
+
+def _sized_page(query: sa.Select[Any], limit: int) -> tuple[list[RejectedEvent], bool]:
+    """The page's rows and whether more follow: at most ``limit`` rows and, past the
+    first, no more than MAX_PAGE_BYTES of items.  The sizes are read first, so rows
+    that do not fit are never loaded."""
+    size = sa.func.coalesce(sa.func.length(RejectedEvent.raw_json),
+                            sa.func.length(sa.cast(RejectedEvent.raw, sa.Text)), 0)
+    sized = db_session().execute(query.with_only_columns(RejectedEvent.id, size)).all()
+    taken, total = 0, 0
+    for _, nbytes in sized[:limit]:
+        if taken and total + int(nbytes) > MAX_PAGE_BYTES:
+            break
+        total += int(nbytes)
+        taken += 1
+    ids = [row_id for row_id, _ in sized[:taken]]
+    rows = list(db_session().execute(
+        sa.select(RejectedEvent).where(RejectedEvent.id.in_(ids)).order_by(RejectedEvent.id)
+    ).scalars()) if ids else []
+    return rows, len(sized) > taken
 
 
 def _ids(body: dict[str, Any]) -> list[int]:
@@ -111,11 +136,9 @@ def replay() -> Any:
             ).scalars()
         }
     pending = [rows[i] for i in ids if i in rows and rows[i].replayed_at is None]
-    outcomes = ingest(
-        factory,
-        [row.raw for row in pending],
-        require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"],
-        dead_letter=False,
+    outcomes = dead_letter.replay_rows(
+        factory, pending, require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"],
+        known_clouds=known_clouds(),
     )
     by_id = {row.id: outcome for row, outcome in zip(pending, outcomes, strict=True)}
     done = [row_id for row_id, o in by_id.items() if o.status != "rejected"]

@@ -44,8 +44,9 @@ serve_opts: list[cfg.Opt] = [
         "timeout",
         default=120,
         min=10,
-        help="Seconds a request may take before gunicorn restarts its worker; keep it "
-        "above [sync] budget_s + 15 so a synchronous sync run is answered.",
+        help="Seconds a request may take before gunicorn restarts its worker. One value "
+        "for the whole worker, so it must be at least [sync] budget_s + 15 (the "
+        "synchronous sync route); the service refuses to start otherwise.",
     ),
 ]
 
@@ -93,6 +94,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             bind = check_bind(conf.api.bind)
             conf.set_override("bind", bind, group="api")  # what gunicorn gets: HOST:PORT
+            from reporting.worker_timeout import timeout_problem
+
+            problem = timeout_problem(conf)
+            if problem is not None:
+                raise ConfigError(problem)
             from reporting.app import create_app
             from reporting.db.session import ENGINE_KEY
 

@@ -141,7 +141,11 @@ class RejectedEvent(Base):
     cloud: Mapped[str | None] = mapped_column(String(255))
     event_id: Mapped[str | None] = mapped_column(String(255))
     reason: Mapped[str] = mapped_column(Text)
+    # ``raw`` has NUL and lone surrogates replaced (PostgreSQL's json holds neither);
+    # ``raw_json`` is the item exactly as it arrived, as ASCII JSON text (None on rows
+    # filed before revision 0009).  The listing and replay read ``raw_json``.
     raw: Mapped[Any] = mapped_column(JSON)
+    raw_json: Mapped[str | None] = mapped_column(Text)
     # Set when a replay ingested the row; replayed rows stay for the audit trail.
     replayed_at: Mapped[dt.datetime | None] = mapped_column(DateTime())
 

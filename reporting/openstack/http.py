@@ -69,6 +69,27 @@ class ServiceClient:
         return f"{prefix}/{path}"
 
 
+# Retries when the clouds.yaml entry sets none: one transient error (a 503 while a
+# service restarts, a dropped connection) must not make a type incomplete and fail
+# the run.  keystoneauth backs off 0.5 s, 1 s, ... between attempts.
+DEFAULT_CONNECT_RETRIES = 2
+DEFAULT_STATUS_CODE_RETRIES = 2
+
+
+def retry_options(region: cloud_region.CloudRegion, service_type: str) -> dict[str, Any]:
+    """keystoneauth's adapter retry options of ``service_type``, as openstacksdk reads
+    them from the clouds.yaml entry (``connect_retries``, ``status_code_retries``,
+    ``retriable_status_codes``, each also per service: ``block_storage_status_code_retries``).
+    Unset retriable codes are keystoneauth's own default (503)."""
+    connect = region.get_connect_retries(service_type)
+    status = region.get_status_code_retries(service_type)
+    return {
+        "connect_retries": DEFAULT_CONNECT_RETRIES if connect is None else connect,
+        "status_code_retries": DEFAULT_STATUS_CODE_RETRIES if status is None else status,
+        "retriable_status_codes": region.get_retriable_status_codes(service_type),
+    }
+
+
 def make_client(
     region: cloud_region.CloudRegion, session: ks_session.Session, service_type: str,
     budget: Budget,
@@ -79,6 +100,7 @@ def make_client(
         interface=region.get_interface(service_type),
         region_name=region.get_region_name(service_type),
         endpoint_override=region.get_endpoint(service_type),
+        **retry_options(region, service_type),
     )
     return ServiceClient(adapter, budget)
 

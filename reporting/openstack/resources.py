@@ -3,7 +3,9 @@
 States are normalised through the same functions the notification table uses, so
 a correction books what a collector event would have booked:
 instance -> nova vm_state normalised (``stopped`` -> ``shutoff`` ...), volume -> the
-cinder status, image -> the glance status, floating_ip and loadbalancer ->
+cinder status, image -> ``active`` while glance holds its data (``active``,
+``deactivated``; still uploading is a transition, without data is not there),
+floating_ip and loadbalancer ->
 ``active`` (the table books their existence; neutron's ACTIVE/DOWN says whether
 the address is bound, octavia's provisioning status is evidence of a transition).
 """
@@ -16,8 +18,11 @@ from typing import Any, Final
 
 from mapping.openstack_rules import (
     BYTES_PER_GIB,
+    IMAGE_DATALESS_STATUSES,
+    IMAGE_UPLOADING_STATUSES,
     MIB_PER_GIB,
     floating_ip_size,
+    normalize_image_status,
     normalize_vm_state,
     normalize_volume_status,
 )
@@ -29,8 +34,6 @@ VOLUME_TRANSITIONS: Final = frozenset({
     "creating", "deleting", "managing", "attaching", "detaching", "reserved",
     "restoring-backup", "backing-up", "downloading", "uploading", "retyping", "extending",
 })
-# Glance statuses of an image that is gone: never observed as live.
-GONE_IMAGE_STATUSES: Final = frozenset({"deleted", "pending_delete"})
 EXISTS: Final = "active"
 
 
@@ -165,11 +168,14 @@ def floating_ip(item: Mapping[str, Any]) -> ObservedResource:
 # --- glance -----------------------------------------------------------------------------
 
 def image(item: Mapping[str, Any]) -> ObservedResource | None:
-    """None for an image glance lists as gone; UnreadableResource for one without owner."""
+    """None for an image without data (killed, deleted); UnreadableResource for one
+    without owner.  One still uploading is a transition with no state or size: the table
+    books an image only once glance holds its data."""
     rid = _required_id(item, "image")
     status = item.get("status")
-    if status in GONE_IMAGE_STATUSES:
+    if status in IMAGE_DATALESS_STATUSES:
         return None
+    uploading = status in IMAGE_UPLOADING_STATUSES
     owner = item.get("owner")
     if not isinstance(owner, str) or not owner:
         raise UnreadableResource(f"glance names no owner for image {rid}")
@@ -177,15 +183,17 @@ def image(item: Mapping[str, Any]) -> ObservedResource | None:
     size = (
         {"size_gb": size_bytes / BYTES_PER_GIB}
         if isinstance(size_bytes, int | float) and not isinstance(size_bytes, bool)
+        and not uploading
         else None
     )
+    state = normalize_image_status(status)
     return ObservedResource(
         resource_type="image",
         resource_id=rid,
         project_id=owner,
-        state=status if isinstance(status, str) else None,
+        state=state if isinstance(state, str) and not uploading else None,
         size=size,
-        in_transition=False,
+        in_transition=uploading,
         last_changed=_changed(item, "updated_at", "created_at"),
         created_at=parse_instant(item.get("created_at")),
     )

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from mapping.event import MAX_ID_LEN, TimestampError, parse_timestamp
 from reporting.pagination import bad_request
+from reporting.pagination import storable_text as storable
 
 
 def only(args: Mapping[str, str], allowed: frozenset[str]) -> None:
@@ -60,18 +61,6 @@ def text(args: Mapping[str, str], name: str) -> str | None:
     if not storable(raw):
         raise bad_request(f"{name} holds a character no stored value can hold")
     return raw
-
-
-def storable(value: str) -> bool:
-    """False for text no database row can hold (NUL, unpaired surrogates): such a
-    filter or path can match nothing, and PostgreSQL would refuse the query."""
-    if "\x00" in value:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def choice(args: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:

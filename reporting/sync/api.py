@@ -20,15 +20,18 @@ from oslo_config import cfg
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from reporting import pagination
 from reporting.api.auth import require_role
+from reporting.api.clouds import set_known_clouds
 from reporting.api.errors import ApiError
 from reporting.db.models import SyncRun
 from reporting.db.session import SESSIONMAKER_KEY, db_session
+from reporting.queries import params
 from reporting.sync.clouds import load_clouds_file
 from reporting.sync.options import apply_env_aliases
 from reporting.sync.runner import CloudBusy, SyncService, UnknownCloud
 
 SERVICE_KEY = "tally.sync"
 MARKER_TAG = "sync-runs"
+_LIST_PARAMS = frozenset({"cloud", "limit", "marker"})
 
 bp = Blueprint("sync", __name__)
 LOG = logging.getLogger(__name__)
@@ -38,6 +41,7 @@ def init_app(app: Flask, conf: cfg.ConfigOpts) -> None:
     """Read and check the clouds file; a bad one raises and the service does not start."""
     apply_env_aliases(conf, os.environ)
     clouds = load_clouds_file(conf.sync.clouds_file)
+    set_known_clouds(app, frozenset(clouds) if conf.sync.clouds_file else None)
     app.extensions[SERVICE_KEY] = SyncService(conf, app.extensions[SESSIONMAKER_KEY], clouds)
 
 
@@ -92,9 +96,10 @@ def _render(run: SyncRun) -> dict[str, Any]:
 @require_role("read")
 def list_sync_runs() -> Response:
     """Newest first (by started_at, then id); ``cloud`` filters, ``limit``/``marker`` page."""
+    params.only(request.args, _LIST_PARAMS)
     limit = pagination.parse_limit(request.args)
     query = sa.select(SyncRun)
-    cloud = request.args.get("cloud")
+    cloud = params.text(request.args, "cloud")
     if cloud:
         query = query.where(SyncRun.cloud == cloud)
     marker = request.args.get("marker")

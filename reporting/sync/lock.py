@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.db.models import SyncLock, SyncRun
+from reporting.sync.stats import failed_stats
 
 LOG = logging.getLogger(__name__)
 
@@ -59,8 +60,7 @@ def acquire(
                 sa.update(SyncRun)
                 .where(SyncRun.id == stale, SyncRun.status == "running")
                 .values(status="failed", completed_at=now,
-                        stats={"errors": ["the run's holder stopped before it finished"],
-                               "error_count": 1})
+                        stats=failed_stats(["the run's holder stopped before it finished"]))
             )
     return True
 

@@ -29,6 +29,7 @@ from reporting.sync.clouds import CloudEntry, build_adapter
 from reporting.sync.observation import Adapter, Observation, ObserveRequest, RunAborted
 from reporting.sync.plan import ACTION_STAT, Plan, RunContext, plan_corrections
 from reporting.sync.run_ids import new_run_id
+from reporting.sync.stats import empty_stats
 from reporting.sync.window import deletion_window
 
 LOG = logging.getLogger(__name__)
@@ -125,12 +126,6 @@ def observe_within_budget(adapter: Adapter, request: ObserveRequest, budget_s: f
     return outcome["observation"]
 
 
-def _empty_stats() -> dict[str, Any]:
-    return {"created": 0, "updated": 0, "deleted": 0,
-            "deferred": {"transition": 0, "recent": 0},
-            "errors": [], "error_count": 0, "enumerated_types": []}
-
-
 class SyncService:
     def __init__(
         self,
@@ -158,7 +153,7 @@ class SyncService:
             raise CloudBusy(cloud)
         try:
             store.create_run(self.factory, run_id, cloud, started_at)
-            stats = _empty_stats()
+            stats = empty_stats()
             try:
                 with gc_paused():
                     self._run(entry, run_id, started_at, deadline, budget_s, stats)

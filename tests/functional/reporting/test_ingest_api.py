@@ -293,3 +293,15 @@ def test_nesting_up_to_the_limit_is_stored(client: FlaskClient) -> None:
     item = event(1, payload={"provider": {"trace": nested}})
     body = post(client, {"events": [item]})
     assert body.status_code == 200 and body.get_json()["stored"] == 1
+
+
+@pytest.mark.parametrize("field", ["resource_id", "cloud", "platform"])
+def test_a_slash_in_an_identity_is_refused_with_a_reason(
+    client: FlaskClient, session_factory: sessionmaker[Session], field: str
+) -> None:
+    # No route could ever serve the resource: /v1/resources/{platform}/{cloud}/{type}/{id}.
+    item = event(1, **{field: "a/b"})
+    (result,) = post(client, {"events": [item]}).get_json()["results"]
+    assert result["status"] == "rejected"
+    assert result["reason"] == f"event_schema: /{field}: must not hold '/' (no route could serve it)"
+    assert count(session_factory, Event) == 0

@@ -257,9 +257,13 @@ def test_an_expired_lease_of_a_dead_holder_is_taken_over(syncer: Syncer):
         session.add(SyncLock(cloud="sim", run_id="dead-run", holder="gone:1",
                              acquired_at=now - dt.timedelta(minutes=5),
                              expires_at=now - dt.timedelta(seconds=1)))
-    syncer.sync_ok(T1)
+    summary = syncer.sync_ok(T1)
     dead = syncer.run("dead-run")
     assert dead.status == "failed"
+    # Every key any other run writes, so a reader of sync_runs.stats needs no special case.
+    assert set(dead.stats) == set(summary["stats"])
+    assert dead.stats["errors"] == ["the run's holder stopped before it finished"]
+    assert dead.stats["error_count"] == 1 and dead.stats["created"] == 0
     with syncer.factory() as session:
         assert session.execute(sa.select(SyncLock)).first() is None
 

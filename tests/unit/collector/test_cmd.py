@@ -118,3 +118,8 @@ def test_start_up_objects_are_frozen_before_consuming(
             signal.signal(signum, handler)
     assert seen["stopped"] is True
     assert isinstance(seen["frozen"], int) and seen["frozen"] > 1000
+
+
+def test_a_slash_in_the_cloud_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, line = _run(capsys, ["--config-file", _config(tmp_path, cloud="eu/prod")])
+    assert code != 0 and "'/'" in line and "cloud" in line

@@ -10,6 +10,7 @@ from typing import Any
 import oslo_messaging
 import pytest
 import requests
+import requests_mock
 from oslo_config import cfg
 
 from collector import opts
@@ -86,3 +87,20 @@ def test_an_operator_executor_pool_is_kept(tmp_path: Path) -> None:
     finally:
         collector.buffer.close()
         transport.cleanup()
+
+
+def test_the_collector_checks_its_cloud_at_start(conf: cfg.ConfigOpts) -> None:
+    conf.set_override("pool", f"unit-{uuid.uuid4().hex[:8]}", group="collector")
+    transport = oslo_messaging.get_notification_transport(conf, url="fake:")
+    with requests_mock.Mocker(real_http=False) as mock:
+        mock.get("http://reporting.test:8779/v1/clouds", json={"clouds_file": True, "items": []})
+        mock.post("http://reporting.test:8779/v1/events", status_code=503)
+        collector = Collector(conf, transport=transport, environ={})
+        try:
+            collector.start()
+            assert collector.cloud_check_done.wait(5)
+            assert collector.metrics.registry.get_sample_value(
+                "tally_collector_cloud_known", {"cloud": "os-unit"}) == 0
+        finally:
+            collector.stop()
+            transport.cleanup()

@@ -18,6 +18,9 @@ REQUIRED_ALERTS = {
     "TallySyncErrors",
     "TallySyncStale",
     "TallyReconciliationDriftHigh",
+    # The collector's disk: items parked there, and a buffer the API does not drain.
+    "TallyCollectorParked",
+    "TallyCollectorBufferStale",
 }
 RUNBOOK_SECTIONS = ("## What it means", "## How to confirm", "## What to do")
 
@@ -129,3 +132,12 @@ def test_rules_file_is_the_one_the_promtool_tests_load() -> None:
     assert tests["rule_files"] == [RULES_FILE.name]
     tested = {case["alertname"] for test in tests["tests"] for case in test["alert_rule_test"]}
     assert tested == REQUIRED_ALERTS
+
+
+def test_ci_runs_the_promtool_tests() -> None:
+    # The rules' own tests run in CI (.ci/run installs promtool when it is missing).
+    script = (REPO_ROOT / ".ci" / "run").read_text()
+    check = script.index("promtool check rules etc/prometheus/tally-alerts.yaml")
+    test = script.index("cd etc/prometheus && promtool test rules tally-alerts.test.yaml")
+    assert "apt-get install -y" in script and "prometheus" in script
+    assert check < test < script.index("exec bash tools/run-tests")

@@ -1,0 +1,18 @@
+"""The shape of ``sync_runs.stats``: every run writes every key, whatever ended it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def empty_stats() -> dict[str, Any]:
+    """A run's stats before anything happened (``deletion_window`` None until read)."""
+    return {"created": 0, "updated": 0, "deleted": 0,
+            "deferred": {"transition": 0, "recent": 0},
+            "errors": [], "error_count": 0, "enumerated_types": [],
+            "deletion_window": None}
+
+
+def failed_stats(errors: list[str]) -> dict[str, Any]:
+    """The stats of a run that ended with ``errors`` and did nothing else."""
+    return {**empty_stats(), "errors": list(errors), "error_count": len(errors)}
