@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from collector import opts
     from collector.errors import ConfigurationError
-    from reporting.config_check import UnknownSettingError, check_config_files, redact_url
+    from mapping.config_check import UnknownSettingError, check_config_files, redact_url
 
     conf = cfg.ConfigOpts()
     opts.register_opts(conf)

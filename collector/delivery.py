@@ -31,8 +31,8 @@ from collector.backlog import BacklogSignal
 from collector.buffer import BufferedEvent, EventBuffer
 from collector.errors import ConfigurationError
 from collector.metrics import CollectorMetrics
-from reporting.api_url import ApiUrlError, check_base_url, describe_request_error
-from reporting.token_file import TokenFileError, read_token_file
+from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
+from mapping.token_file import TokenFileError, read_token_file
 
 LOG = logging.getLogger(__name__)
 

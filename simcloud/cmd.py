@@ -125,7 +125,7 @@ def _drive(args: argparse.Namespace) -> int:
         return 2
     token = None
     if args.token_file:
-        from reporting.token_file import TokenFileError, read_token_file
+        from mapping.token_file import TokenFileError, read_token_file
 
         try:
             token = read_token_file(args.token_file)  # the first line, as every client
@@ -217,7 +217,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _redact(url: str | None) -> str | None:
     if not url:
         return None
-    from reporting.config_check import redact_url
+    from mapping.config_check import redact_url
 
     return redact_url(url)
 

@@ -25,8 +25,8 @@ import yaml
 from flask import Flask, current_app, g, request
 from oslo_config import cfg
 
+from mapping.token_file import unusable_token_reason
 from reporting.api.errors import ApiError
-from reporting.token_file import unusable_token_reason
 
 LOG = logging.getLogger(__name__)
 

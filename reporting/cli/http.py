@@ -7,7 +7,7 @@ from typing import Any
 
 import requests
 
-from reporting.api_url import describe_request_error
+from mapping.api_url import describe_request_error
 
 # The API refuses a page larger than this.
 MAX_PAGE = 1000

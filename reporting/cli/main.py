@@ -13,10 +13,10 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from reporting.api_url import ApiUrlError, check_base_url
+from mapping.api_url import ApiUrlError, check_base_url
+from mapping.token_file import TokenFileError, read_token_file
 from reporting.cli import commands, keystone, table
 from reporting.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
-from reporting.token_file import TokenFileError, read_token_file
 
 PROG = "tally"
 DEFAULT_URL = "http://127.0.0.1:8779"

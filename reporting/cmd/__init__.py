@@ -85,8 +85,8 @@ def load_conf(
 
 def check_settings(conf: cfg.ConfigOpts, prog: str, *, only: Collection[str] | None = None) -> None:
     """An unknown Tally option or section is a ConfigError; an unknown option of a
-    library's section a warning on stderr (``reporting.config_check`` says why)."""
-    from reporting.config_check import UnknownSettingError, check_config_files
+    library's section a warning on stderr (``mapping.config_check`` says why)."""
+    from mapping.config_check import UnknownSettingError, check_config_files
 
     try:
         warnings = check_config_files(conf, only=only)
@@ -100,7 +100,7 @@ def require_database(conf: cfg.ConfigOpts) -> str:
     """The configured database URL, credentials redacted; a ConfigError when
     ``[database] connection`` was never set (its default, an SQLite file in the
     working directory, is for the demo and development, never guessed by a command)."""
-    from reporting.config_check import redact_url
+    from mapping.config_check import redact_url
 
     location = conf.get_location("connection", "database")
     if location is None or location.location == cfg.Locations.opt_default:

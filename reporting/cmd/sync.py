@@ -20,10 +20,10 @@ from urllib.parse import quote
 import requests
 from oslo_config import cfg
 
+from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
-from reporting.api_url import ApiUrlError, check_base_url, describe_request_error
+from mapping.token_file import TokenFileError, read_token_file
 from reporting.cmd import ConfigError, load_conf
-from reporting.token_file import TokenFileError, read_token_file
 
 PROG = "tally-sync"
 # The API holds a sync's response open for the budget and a little more.

@@ -18,7 +18,7 @@ from collector import cmd
 from collector.buffer import EventBuffer
 from collector.delivery import Delivery
 from collector.metrics import CollectorMetrics
-from reporting.config_check import check_config_files
+from mapping.config_check import check_config_files
 
 BIN = Path(sys.executable).parent
 

@@ -12,12 +12,12 @@ import requests
 
 from collector.delivery import read_token
 from collector.errors import ConfigurationError
+from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
+from mapping.token_file import TokenFileError, read_token_file
 from reporting.api.auth import AuthConfigError, Caller, load_tokens
-from reporting.api_url import ApiUrlError, check_base_url, describe_request_error
 from reporting.openstack.credentials import resolve_cloud
 from reporting.sync.clouds import CloudsFileError, load_clouds_file
 from reporting.sync.observation import RunAborted
-from reporting.token_file import TokenFileError, read_token_file
 
 ETC = Path(__file__).resolve().parents[3] / "etc" / "tally"
 
