@@ -140,4 +140,4 @@ def test_ci_runs_the_promtool_tests() -> None:
     check = script.index("promtool check rules etc/prometheus/tally-alerts.yaml")
     test = script.index("cd etc/prometheus && promtool test rules tally-alerts.test.yaml")
     assert "apt-get install -y" in script and "prometheus" in script
-    assert check < test < script.index("exec bash tools/run-tests")
+    assert check < test < script.index("bash tools/run-tests")
