@@ -23,5 +23,8 @@ def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     for group, opts in list_opts():
-        conf.register_group(group)
-        conf.register_opts(opts, group=group)
+        # A group of its own per ConfigOpts: register_group keeps a shallow copy of the
+        # object it is given, whose option registry (and so every set_override) would
+        # otherwise be shared by every ConfigOpts of the process.
+        conf.register_group(cfg.OptGroup(group.name, title=group.title, help=group.help))
+        conf.register_opts(opts, group=group.name)

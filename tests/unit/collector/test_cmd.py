@@ -123,3 +123,17 @@ def test_start_up_objects_are_frozen_before_consuming(
 def test_a_slash_in_the_cloud_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, line = _run(capsys, ["--config-file", _config(tmp_path, cloud="eu/prod")])
     assert code != 0 and "'/'" in line and "cloud" in line
+
+
+def test_an_override_stays_in_its_own_configuration() -> None:
+    # Two ConfigOpts of one process (the tests build many) must not share overrides.
+    from oslo_config import cfg
+
+    from collector import opts
+
+    first, second = cfg.ConfigOpts(), cfg.ConfigOpts()
+    for conf in (first, second):
+        opts.register_opts(conf)
+        conf([], project="tally-unit-test", default_config_files=[])
+    first.set_override("cloud", "only-here", group="collector")
+    assert second.collector.cloud != "only-here"
