@@ -22,6 +22,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting import fold, metrics, pg_batch, planner_statistics, projection
+from reporting.billing import locks as billing_locks
 from reporting.db.models import Event, RejectedEvent
 from reporting.validation import ValidEvent, load_validator, storable_copy
 
@@ -176,6 +177,8 @@ def _store(
     to_insert = [(i, e) for i, e in valid if first_of[e.event_id] == i]
     stored: set[int] = set()
     with factory() as session, session.begin():
+        # Before drawing receipt numbers: a period close waits for this transaction.
+        billing_locks.hold_ingest_share(session)
         if to_insert:
             seqs = _insert_events(session, [e for _, e in to_insert], received_at)
             new_events: dict[projection.ResourceKey, list[fold.FoldEvent]] = (

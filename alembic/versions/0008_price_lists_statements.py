@@ -16,7 +16,8 @@ branch_labels = None
 depends_on = None
 
 _ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-_MONEY = sa.Numeric(18, 2)
+# NUMERIC on PostgreSQL; decimal text on SQLite, whose NUMERIC affinity keeps floats.
+_MONEY = sa.Numeric(18, 2).with_variant(sa.String(32), "sqlite")
 
 
 def upgrade() -> None:

@@ -13,11 +13,33 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, DateTime, Index, Integer, Numeric, String, Text
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from reporting.db.models import Base, BigIntId
 
-Money = Numeric(18, 2)
+
+class Money(TypeDecorator[Decimal]):
+    """Exact money: ``NUMERIC(18, 2)`` on PostgreSQL, decimal text on SQLite (whose
+    NUMERIC affinity would keep a binary float)."""
+
+    impl = Numeric(18, 2)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String(32))
+        return dialect.type_descriptor(Numeric(18, 2))
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        value = Decimal(value)
+        return format(value, "f") if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        return None if value is None else Decimal(value)
 
 
 class PriceListVersion(Base):
@@ -63,9 +85,9 @@ class ClosedStatement(Base):
     period: Mapped[str] = mapped_column(String(7), primary_key=True)
     project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     body: Mapped[str] = mapped_column(Text)  # the exact JSON text served
-    subtotal: Mapped[Decimal] = mapped_column(Money)
-    adjustments_total: Mapped[Decimal] = mapped_column(Money)
-    total: Mapped[Decimal] = mapped_column(Money)
+    subtotal: Mapped[Decimal] = mapped_column(Money())
+    adjustments_total: Mapped[Decimal] = mapped_column(Money())
+    total: Mapped[Decimal] = mapped_column(Money())
     unrated_lines: Mapped[int] = mapped_column(Integer)
 
 
@@ -80,7 +102,7 @@ class ClosedResourceAmount(Base):
     project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     resource_type: Mapped[str] = mapped_column(String(64), primary_key=True)
     resource_id: Mapped[str] = mapped_column(String(255), primary_key=True)
-    amount: Mapped[Decimal] = mapped_column(Money)
+    amount: Mapped[Decimal] = mapped_column(Money())
 
 
 class BookedAdjustment(Base):
@@ -96,7 +118,7 @@ class BookedAdjustment(Base):
     project_id: Mapped[str] = mapped_column(String(255))
     resource_type: Mapped[str] = mapped_column(String(64))
     resource_id: Mapped[str] = mapped_column(String(255))
-    amount: Mapped[Decimal] = mapped_column(Money)
+    amount: Mapped[Decimal] = mapped_column(Money())
     event_ids: Mapped[list[str]] = mapped_column(JSON)
     # The cutoff of the close that booked it: later events are the next adjustment's.
     cutoff_seq: Mapped[int] = mapped_column(BigInteger)
