@@ -68,8 +68,8 @@ def test_an_invalid_price_list_is_400_with_the_reason(
 def test_a_statement_hand_computed(billed: FlaskClient) -> None:
     p1 = statement(billed, "p1")
     assert (p1["status"], p1["provisional"], p1["currency"]) == ("open", True, "EUR")
-    assert [(l["resource_id"], l["state"], l["quantity"], l["rate"], l["modifier"], l["amount"],
-             l["price_list_version"]) for l in p1["lines"]] == [
+    assert [(x["resource_id"], x["state"], x["quantity"], x["rate"], x["modifier"], x["amount"],
+             x["price_list_version"]) for x in p1["lines"]] == [
         ("inst-a", "active", "10", "0.020", "1", "0.20", "default/1"),
         ("inst-a", "shutoff", "14", "0.020", "0.5", "0.14", "default/1"),
         ("inst-b", "active", "24", "0.020", "1", "0.48", "default/1"),
@@ -92,7 +92,7 @@ def test_csv_carries_the_same_lines(billed: FlaskClient) -> None:
     assert response.status_code == 200 and response.mimetype == "text/csv"
     rows = list(csv.DictReader(io.StringIO(response.get_data(as_text=True))))
     lines = statement(billed, "p1")["lines"]
-    assert [r["amount"] for r in rows] == [l["amount"] for l in lines]
+    assert [r["amount"] for r in rows] == [x["amount"] for x in lines]
     assert rows[4]["size"] == json.dumps(lines[4]["size"], sort_keys=True, separators=(",", ":"))
     assert rows[0]["unrated"] == "" and rows[0]["zero_rated"] == "false"
 
