@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from reporting.cli import commands, table
+from reporting.cli import billing, commands, table
 from reporting.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
 from reporting.token_file import TokenFileError, read_token_file
 
@@ -70,7 +70,8 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
                        help="file whose first line is the bearer token (env TALLY_TOKEN_FILE)")
     token.add_argument("--token", default=default(None),
                        help="the bearer token (env TALLY_TOKEN)")
-    parser.add_argument("--format", choices=("table", "json"), default=default("table"))
+    parser.add_argument("--format", choices=("table", "json", "csv"), default=default("table"),
+                        help="csv: statement only")
     parser.add_argument("--timeout", type=float, default=default(30.0),
                         help="seconds to wait for each answer (default 30)")
 
@@ -146,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--cloud")
     _list_options(runs)
     runs.set_defaults(handler=commands.sync_runs)
+    billing.register(sub, common)
     return parser
 
 
@@ -167,6 +169,9 @@ def _token(args: argparse.Namespace) -> str | None:
 
 
 def _print(output: commands.Output, fmt: str) -> None:
+    if output.text is not None:
+        print(output.text, end="")
+        return
     if fmt == "json":
         print(json.dumps(output.json, indent=2, ensure_ascii=False))
         return
@@ -178,10 +183,13 @@ def _print(output: commands.Output, fmt: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Command = args.handler
+    if args.format == "csv" and not getattr(args, "csv_ok", False):
+        print(f"{PROG}: --format csv is for the statement command", file=sys.stderr)
+        return 2
     try:
         client = ApiClient(args.url, _token(args), args.timeout)
         output = handler(client, args)
-    except UsageError as exc:
+    except (UsageError, billing.DocumentError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     except ApiError as exc:
