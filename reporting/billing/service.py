@@ -71,23 +71,16 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
     start, end = periods.parse(period)
     versions = timeline(session, cloud)
     pending = adjustments.pending(session, cloud, period, closed, versions, now)
-    model = ResourceInterval
-    query = (
-        sa.select(model.project_id).distinct()
-        .where(model.cloud == cloud, model.start < min(end, now),
-               sa.or_(model.end.is_(None), model.end > start))
-        .order_by(model.project_id).limit(limit + 1)
-    )
-    if after is not None:
-        query = query.where(model.project_id > after)
-    projects = set(session.execute(query).scalars())
-    projects |= {a.project_id for a in pending if after is None or a.project_id > after}
-    page = sorted(projects)[:limit + 1]
+    extra = sorted({a.project_id for a in pending if after is None or a.project_id > after})
+    if session.get_bind().dialect.name == "postgresql":
+        # One set-based query rates the page's projects and finds them.
+        totals = sql_rating.project_subtotals(session, cloud, versions, start, end, now,
+                                              after, limit + 1)
+    else:
+        totals = _python_subtotals(session, cloud, versions, start, end, now, after, limit + 1)
+    page = sorted(set(totals) | set(extra))[:limit + 1]
     more = len(page) > limit
     page = page[:limit]
-    if not page:
-        return [], False
-    totals = _subtotals(session, cloud, versions, start, end, now, (page[0], page[-1]))
     found: dict[str, Decimal] = collections.defaultdict(lambda: Decimal("0.00"))
     for adjustment in pending:
         found[adjustment.project_id] += adjustment.amount
@@ -103,15 +96,26 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
     return items, more
 
 
-def _subtotals(session: Session, cloud: str, versions: list[PriceVersion], start: dt.datetime,
-               end: dt.datetime, now: dt.datetime, projects: tuple[str, str]
-               ) -> dict[str, tuple[Decimal, int]]:
-    """Subtotal and unrated lines per project: one set-based query on PostgreSQL, the
-    pure rating elsewhere (the two are tested equal)."""
-    if session.get_bind().dialect.name == "postgresql":
-        return sql_rating.project_subtotals(session, cloud, versions, start, end, now, projects)
+def _python_subtotals(session: Session, cloud: str, versions: list[PriceVersion],
+                      start: dt.datetime, end: dt.datetime, now: dt.datetime,
+                      after: str | None, limit: int) -> dict[str, tuple[Decimal, int]]:
+    """Subtotal and unrated lines of the first ``limit`` projects after ``after``, by
+    the pure rating (PostgreSQL runs ``sql_rating`` instead; the two are tested equal)."""
+    model = ResourceInterval
+    query = (
+        sa.select(model.project_id).distinct()
+        .where(model.cloud == cloud, model.start < min(end, now),
+               sa.or_(model.end.is_(None), model.end > start))
+        .order_by(model.project_id).limit(limit)
+    )
+    if after is not None:
+        query = query.where(model.project_id > after)
+    projects = list(session.execute(query).scalars())
+    if not projects:
+        return {}
     by_project: dict[str, list[rating.Line]] = collections.defaultdict(list)
-    rows = statements.intervals(session, cloud, start, min(end, now), projects=projects)
+    rows = statements.intervals(session, cloud, start, min(end, now),
+                                projects=(projects[0], projects[-1]))
     for line in rating.rate_intervals(rows, versions, start, end, now):
         by_project[line.project_id].append(line)
     return {

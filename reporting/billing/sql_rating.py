@@ -48,7 +48,6 @@ def _price_tables(versions: list[PriceVersion], params: dict[str, Any]) -> list[
     types: list[tuple[Any, ...]] = []
     type_mods: list[tuple[Any, ...]] = []
     state_mods: list[tuple[Any, ...]] = []
-    zero: list[tuple[Any, ...]] = []
     for number, version in enumerate(versions, 1):
         following = versions[number].effective_from if number < len(versions) else None
         ranges.append((number, version.effective_from, following))
@@ -63,7 +62,6 @@ def _price_tables(versions: list[PriceVersion], params: dict[str, Any]) -> list[
             type_mods.extend((number, t, m) for t, m in rates.type_modifiers.items())
         for rtype, states in version.state_modifiers.items():
             state_mods.extend((number, rtype, s, m) for s, m in states.items())
-        zero.extend((number, project) for project in version.zero_rated_projects)
     return [
         _values("v", [("n", "integer"), ("vfrom", "timestamp"), ("vto", "timestamp")],
                 ranges, params),
@@ -77,14 +75,26 @@ def _price_tables(versions: list[PriceVersion], params: dict[str, Any]) -> list[
                 type_mods, params),
         _values("sm", [("n", "integer"), ("rtype", "text"), ("state", "text"),
                        ("modifier", "numeric")], state_mods, params),
-        _values("zr", [("n", "integer"), ("project", "text")], zero, params),
     ]
 
 
+def _zero_rated(versions: list[PriceVersion], params: dict[str, Any]) -> str:
+    """``p.project_id`` is zero-rated by the piece's version (a bound array per version)."""
+    cases = []
+    for number, version in enumerate(versions, 1):
+        if version.zero_rated_projects:
+            params[f"zero_{number}"] = sorted(version.zero_rated_projects)
+            cases.append(f"WHEN {number} THEN p.project_id = ANY(CAST(:zero_{number} AS text[]))")
+    if not cases:
+        return "false"
+    return f"COALESCE(CASE p.n {' '.join(cases)} END, false)"
+
+
 def _number(member: str) -> str:
-    """A size member as NUMERIC when it is a JSON number, else NULL."""
-    return (f"CASE WHEN json_typeof(p.size -> '{member}') = 'number' "
-            f"THEN CAST(p.size ->> '{member}' AS numeric) END")
+    """A size member as NUMERIC when it is a JSON number, else NULL (``p.j`` is the
+    size as jsonb, parsed once per distinct size)."""
+    return (f"CASE WHEN jsonb_typeof(p.j -> '{member}') = 'number' "
+            f"THEN CAST(p.j ->> '{member}' AS numeric) END")
 
 
 _BY_RESOURCES = " + ".join(
@@ -96,9 +106,13 @@ _BY_RESOURCES_OK = " AND ".join(
 )
 
 # Only constants are interpolated into the text below; values are bound parameters.
+# Each interval piece's price per microsecond depends only on (version, type, state,
+# size): it is computed once per distinct combination ("units"), then every piece
+# costs a multiplication and the exact half-even rounding.
 _RATED = f"""
-pieces AS (
-  SELECT ri.project_id, ri.resource_type, ri.state, ri.size, v.n,
+clipped AS (
+  SELECT ri.project_id, ri.resource_type, COALESCE(ri.state, '') AS state,
+         COALESCE(CAST(ri.size AS text), 'null') AS size_text, v.n,
          GREATEST(ri.start, CAST(:pstart AS timestamp), COALESCE(v.vfrom, '-infinity'))
            AS s,
          LEAST(COALESCE(ri."end", CAST(:cap AS timestamp)), CAST(:cap AS timestamp),
@@ -110,10 +124,26 @@ pieces AS (
   WHERE ri.cloud = :cloud AND ri.start < CAST(:cap AS timestamp)
     AND (ri."end" IS NULL OR ri."end" > CAST(:pstart AS timestamp)) {{project_filter}}
 ),
-priced AS (
-  SELECT p.project_id,
-         (EXTRACT(EPOCH FROM p.e) - EXTRACT(EPOCH FROM p.s)) * 1000000 AS micros,
-         zr.project IS NOT NULL AS zero_rated,
+-- A piece lies within one month, so its length in float seconds is exact to far
+-- below a microsecond and rounds to the exact count.
+pieces AS (
+  SELECT project_id, resource_type, state, size_text, n,
+         CAST(round(date_part('epoch', e - s) * 1000000) AS bigint) AS micros
+  FROM clipped WHERE e > s
+),
+-- The distinct (type, state, size) of the intervals, priced once per version.
+kinds AS MATERIALIZED (
+  SELECT k.n, k.resource_type, k.state, k.size_text, CAST(k.size_text AS jsonb) AS j
+  FROM (SELECT DISTINCT resource_type, COALESCE(state, '') AS state,
+                        COALESCE(CAST(size AS text), 'null') AS size_text
+        FROM resource_intervals ri
+        WHERE ri.cloud = :cloud AND ri.start < CAST(:cap AS timestamp)
+          AND (ri."end" IS NULL OR ri."end" > CAST(:pstart AS timestamp)) {{project_filter}}
+       ) d CROSS JOIN v AS k0
+  CROSS JOIN LATERAL (SELECT k0.n, d.resource_type, d.state, d.size_text) AS k
+),
+units AS MATERIALIZED (
+  SELECT p.n, p.resource_type, p.state, p.size_text,
          CASE
            WHEN p.resource_type = 'instance' THEN
              COALESCE(fr.rate, CASE WHEN br.n IS NOT NULL AND {_BY_RESOURCES_OK}
@@ -122,57 +152,69 @@ priced AS (
              tr.rate + COALESCE({_number('listeners')}, 0) * tr.listener
                      + COALESCE({_number('pools')}, 0) * tr.pool
            ELSE tr.rate
-         END AS rate,
-         CASE WHEN p.resource_type IN ('volume', 'image') THEN {_number('size_gb')} ELSE 1 END
-           AS factor,
-         COALESCE(tm.modifier, 1) * COALESCE(sm.modifier, 1) AS modifier
-  FROM pieces p
-  LEFT JOIN fr ON fr.n = p.n AND p.resource_type = 'instance'
-                  AND fr.flavor = p.size ->> 'flavor'
+         END
+         * CASE WHEN p.resource_type IN ('volume', 'image') THEN {_number('size_gb')} ELSE 1 END
+         * COALESCE(tm.modifier, 1) * COALESCE(sm.modifier, 1) * 100 AS unit
+  FROM kinds p
+  LEFT JOIN fr ON fr.n = p.n AND p.resource_type = 'instance' AND fr.flavor = p.j ->> 'flavor'
   LEFT JOIN br ON br.n = p.n AND p.resource_type = 'instance'
   LEFT JOIN tr ON tr.n = p.n AND tr.rtype = p.resource_type
-  LEFT JOIN tm ON tm.n = p.n AND p.resource_type = 'volume' AND tm.vtype = p.size ->> 'type'
+  LEFT JOIN tm ON tm.n = p.n AND p.resource_type = 'volume' AND tm.vtype = p.j ->> 'type'
   LEFT JOIN sm ON sm.n = p.n AND sm.rtype = p.resource_type AND sm.state = p.state
-  LEFT JOIN zr ON zr.n = p.n AND zr.project = p.project_id
-  WHERE p.e > p.s
 ),
 lines AS (
-  SELECT project_id,
-         CASE WHEN zero_rated THEN 0
-              WHEN rate IS NULL OR factor IS NULL THEN NULL
-              ELSE micros * factor * rate * modifier * 100 END AS scaled,
-         NOT zero_rated AND (rate IS NULL OR factor IS NULL) AS unrated
-  FROM priced
+  SELECT p.project_id,
+         CASE WHEN {{zero_rated}} THEN 0 ELSE p.micros * u.unit END AS scaled,
+         NOT ({{zero_rated}}) AND u.unit IS NULL AS unrated
+  FROM pieces p
+  JOIN units u ON u.n = p.n AND u.resource_type = p.resource_type AND u.state = p.state
+              AND u.size_text = p.size_text
+),
+quotients AS (
+  SELECT project_id, unrated, scaled, div(scaled, {_HOUR_MICROS}) AS q FROM lines
 ),
 cents AS (
-  SELECT project_id, unrated, scaled, div(scaled, {_HOUR_MICROS}) AS q FROM lines
+  SELECT project_id, unrated, q, 2 * (scaled - q * {_HOUR_MICROS}) AS twice_rest
+  FROM quotients
 )
 SELECT project_id,
-       COALESCE(SUM(q + CASE WHEN 2 * (scaled - q * {_HOUR_MICROS}) > {_HOUR_MICROS}
-                               OR (2 * (scaled - q * {_HOUR_MICROS}) = {_HOUR_MICROS}
-                                   AND mod(q, 2) = 1) THEN 1 ELSE 0 END), 0) AS cents,
+       COALESCE(SUM(q + CASE WHEN twice_rest > {_HOUR_MICROS}
+                               OR (twice_rest = {_HOUR_MICROS} AND mod(q, 2) = 1)
+                             THEN 1 ELSE 0 END), 0) AS cents,
        COUNT(*) FILTER (WHERE unrated) AS unrated_lines
 FROM cents
 GROUP BY project_id
+ORDER BY project_id
 """  # noqa: S608
 
 
 def project_subtotals(
     session: Session, cloud: str, versions: list[PriceVersion], period_start: dt.datetime,
     period_end: dt.datetime, now: dt.datetime,
-    projects: tuple[str, str] | None = None,
+    after: str | None = None, limit: int | None = None,
 ) -> dict[str, tuple[Decimal, int]]:
-    """``{project: (subtotal, unrated lines)}`` of every project with a line in the
-    period (of the projects in the range ``projects`` if given)."""
+    """``{project: (subtotal, unrated lines)}`` of the projects with a line in the
+    period, in project order: those after ``after``, at most ``limit``."""
     params: dict[str, Any] = {"cloud": cloud, "pstart": period_start,
                               "cap": min(period_end, now)}
     project_filter = ""
-    if projects is not None:
-        project_filter = "AND ri.project_id >= :first AND ri.project_id <= :last"
-        params.update(first=projects[0], last=projects[1])
+    if after is not None:
+        project_filter = "AND ri.project_id > :after"
+        params["after"] = after
     query = ("WITH " + ",\n".join(_price_tables(versions, params)) + ",\n"
-             + _RATED.replace("{project_filter}", project_filter))
+             + _RATED.replace("{project_filter}", project_filter)
+             .replace("{zero_rated}", _zero_rated(versions, params)))
+    if limit is not None:
+        query += f" LIMIT {int(limit)}"
+    # The planner cannot estimate the CTEs' sizes; hash joins are right for any size.
+    for setting in ("enable_nestloop = off", "enable_mergejoin = off", "enable_sort = off",
+                    "work_mem = '64MB'"):
+        session.execute(sa.text(f"SET LOCAL {setting}"))
+    rows = session.execute(sa.text(query), params).all()
+    # (A failed query aborts the transaction, and SET LOCAL goes with it.)
+    for setting in ("enable_nestloop", "enable_mergejoin", "enable_sort", "work_mem"):
+        session.execute(sa.text(f"RESET {setting}"))
     return {
         row.project_id: (Decimal(row.cents).scaleb(-2), int(row.unrated_lines))
-        for row in session.execute(sa.text(query), params)
+        for row in rows
     }
