@@ -52,12 +52,12 @@ class Line:
     zero_rated: bool
     exact_amount: Fraction | None  # None when unrated
     unrated: str | None
+    # The exact amount rounded half-even to the cent (None when unrated).
+    amount: Decimal | None = dataclasses.field(init=False, compare=False)
 
-    @property
-    def amount(self) -> Decimal | None:
-        if self.exact_amount is None:
-            return None
-        return money.round_half_even(self.exact_amount)
+    def __post_init__(self) -> None:
+        amount = None if self.exact_amount is None else money.round_half_even(self.exact_amount)
+        object.__setattr__(self, "amount", amount)
 
     def as_dict(self) -> dict[str, Any]:
         amount = self.amount
@@ -126,14 +126,55 @@ def base_rate(
     return rates.rate, modifier
 
 
-def _quantity(resource_type: str, size: Mapping[str, Any] | None, micros: int) -> Fraction | str:
-    hours = Fraction(micros, money.MICROS_PER_HOUR)
-    if UNITS.get(resource_type) != "gb_hour":
-        return hours
-    size_gb = _size_number(size, "size_gb")
-    if size_gb is None:
-        return "the size has no size_gb"
-    return hours * Fraction(size_gb)
+@dataclasses.dataclass(frozen=True)
+class _Price:
+    """How one (version, type, state, size) is priced: the same for every line of it."""
+
+    factor: Fraction | None  # GB for gb_hour types, 1 otherwise; None: no size_gb
+    rate: Decimal | None
+    modifier: Decimal | None
+    reason: str | None  # why it is unrated (a zero-rated project still owes nothing)
+    per_hour: Fraction | None  # factor x rate x modifier, when rated
+
+
+def _price(resource_type: str, size: Mapping[str, Any] | None, state: str | None,
+           version: PriceVersion | None) -> _Price:
+    factor: Fraction | None = Fraction(1)
+    reason: str | None = None
+    if UNITS.get(resource_type) == "gb_hour":
+        size_gb = _size_number(size, "size_gb")
+        factor = None if size_gb is None else Fraction(size_gb)
+        reason = "the size has no size_gb" if size_gb is None else None
+    priced = base_rate(resource_type, size, version) if version else None
+    if version is None:
+        reason = "no price list in effect"
+    elif isinstance(priced, str):
+        reason = priced
+    if not isinstance(priced, tuple) or version is None:
+        return _Price(factor, None, None, reason, None)
+    rate, type_modifier = priced
+    modifier = type_modifier * version.state_modifiers.get(resource_type, {}).get(
+        state or "", _ONE)
+    if reason is not None or factor is None:
+        return _Price(factor, rate, modifier, reason, None)
+    return _Price(factor, rate, modifier, None, factor * Fraction(rate) * Fraction(modifier))
+
+
+_PriceCache = dict[tuple[Any, ...], _Price]
+
+
+def _cached_price(cache: _PriceCache, resource_type: str, size: Mapping[str, Any] | None,
+                  state: str | None, version: PriceVersion | None) -> _Price:
+    try:
+        key: tuple[Any, ...] = (id(version), resource_type, state,
+                                tuple(sorted(size.items())) if size else None)
+        hash(key)
+    except TypeError:  # a size holding lists or objects: priced without the cache
+        return _price(resource_type, size, state, version)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _price(resource_type, size, state, version)
+    return found
 
 
 def rate_piece(
@@ -141,11 +182,15 @@ def rate_piece(
     start: dt.datetime,
     end: dt.datetime,
     version: PriceVersion | None,
+    cache: _PriceCache | None = None,
 ) -> Line:
     """The line of ``item``'s interval over ``[start, end)``, priced by ``version``."""
     interval = item.interval
     micros = _micros(end - start)
-    unit = UNITS.get(item.resource_type)
+    price = (_cached_price(cache, item.resource_type, interval.size, interval.state, version)
+             if cache is not None
+             else _price(item.resource_type, interval.size, interval.state, version))
+    hours = Fraction(micros, money.MICROS_PER_HOUR)
     common: dict[str, Any] = {
         "resource_type": item.resource_type,
         "resource_id": item.resource_id,
@@ -156,33 +201,19 @@ def rate_piece(
         "end": end,
         "event_id": interval.event_id,
         "price_list_version": version.label if version else None,
-        "unit": unit,
+        "unit": UNITS.get(item.resource_type),
+        "quantity": hours * price.factor if price.factor is not None else hours,
     }
-    zero_rated = version is not None and interval.project_id in version.zero_rated_projects
-    quantity = _quantity(item.resource_type, interval.size, micros)
-    reason: str | None = None
-    if isinstance(quantity, str):
-        reason, quantity = quantity, Fraction(micros, money.MICROS_PER_HOUR)
-    priced = base_rate(item.resource_type, interval.size, version) if version else None
-    if version is None:
-        reason = "no price list in effect"
-    elif isinstance(priced, str):
-        reason = priced
-    if zero_rated:
+    if version is not None and interval.project_id in version.zero_rated_projects:
         # A zero-rated project owes nothing whatever its resources are.
-        rate, modifier = (priced if isinstance(priced, tuple) else (None, None))
-        return Line(**common, quantity=quantity, rate=rate, modifier=modifier,
+        return Line(**common, rate=price.rate, modifier=price.modifier,
                     zero_rated=True, exact_amount=Fraction(0), unrated=None)
-    if reason is not None or not isinstance(priced, tuple) or version is None:
-        return Line(**common, quantity=quantity, rate=None, modifier=None,
-                    zero_rated=False, exact_amount=None, unrated=reason)
-    rate, type_modifier = priced
-    state_modifier = version.state_modifiers.get(item.resource_type, {}).get(
-        interval.state or "", _ONE
-    )
-    modifier = type_modifier * state_modifier
-    amount = quantity * Fraction(rate) * Fraction(modifier)
-    return Line(**common, quantity=quantity, rate=rate, modifier=modifier,
+    if price.per_hour is None:
+        return Line(**common, rate=None, modifier=None,
+                    zero_rated=False, exact_amount=None, unrated=price.reason)
+    amount = Fraction(micros * price.per_hour.numerator,
+                      money.MICROS_PER_HOUR * price.per_hour.denominator)
+    return Line(**common, rate=price.rate, modifier=price.modifier,
                 zero_rated=False, exact_amount=amount, unrated=None)
 
 
@@ -203,12 +234,13 @@ def rate_intervals(
 ) -> list[Line]:
     """Every line of ``items`` in ``[period_start, period_end)``, in statement order."""
     lines: list[Line] = []
+    cache: _PriceCache = {}
     for item in items:
         clipped = clip(item.interval, period_start, period_end, now)
         if clipped is None:
             continue
         for start, end, version in in_effect(versions, *clipped):
-            lines.append(rate_piece(item, start, end, version))
+            lines.append(rate_piece(item, start, end, version, cache))
     lines.sort(key=lambda line: (line.resource_type, line.resource_id, line.start))
     return lines
 
