@@ -166,6 +166,13 @@ def test_closing_freezes_and_late_facts_become_adjustments(
     assert summary["items"] == [{"project_id": "p1", "subtotal": "0.00",
                                  "adjustments_total": "-0.04", "total": "-0.04",
                                  "unrated_lines": 0}]
+    metrics = billed.get("/metrics").get_data(as_text=True)
+    for name in ('tally_periods_closed_total{cloud="c1"}',
+                 'tally_adjustments_booked_total{cloud="c1"}',
+                 'tally_adjustments_booked_amount_total{cloud="c1",direction="credit"}',
+                 'tally_statements_computed_total{cloud="c1",kind="closed"}',
+                 'tally_statements_computed_total{cloud="c1",kind="summary"}'):
+        assert name in metrics
 
 
 def test_periods_and_bad_closes(billed: FlaskClient) -> None:
