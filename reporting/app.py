@@ -15,9 +15,12 @@ from reporting.api import (
     events,
     health,
     openapi,
+    periods,
+    price_lists,
     rejected,
     resource_types,
     resources,
+    statements,
     usage,
 )
 from reporting.db import engine as db_engine
@@ -50,3 +53,5 @@ def _register_blueprints(app: Flask, conf: cfg.ConfigOpts) -> None:
         app.register_blueprint(write_side.bp)
     sync_api.init_app(app, conf)
     app.register_blueprint(sync_api.bp)
+    for billing in (price_lists, statements, periods):
+        app.register_blueprint(billing.bp)

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting import fold, metric_labels, metrics, projection
+from reporting.billing import locks as billing_locks
 from reporting.db import writes
 from reporting.validation import ValidEvent, exact_text, load_validator, storable_copy
 
@@ -131,6 +132,8 @@ def _store(
     stored: set[int] = set()
     with factory() as session, session.begin():
         seam = writes.of(session)
+        # Before drawing receipt numbers: a period close waits for this transaction.
+        billing_locks.hold_ingest_share(session)
         if to_insert:
             seqs = seam.insert_events(session, [e.row(received_at) for _, e in to_insert])
             new_events: dict[projection.ResourceKey, list[fold.FoldEvent]] = (

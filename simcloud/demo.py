@@ -23,6 +23,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -323,6 +324,7 @@ class Demo:
             print(f"  {resource_type:<13} {have:>6} {want:>6} {bad:>6}")
         self._print_lifecycle()
         self._print_usage()
+        billing_ok = self._bill()
         print()
         if unsettled:
             print(f"Not compared: {len(unsettled)} resources still in transition at the end "
@@ -333,6 +335,9 @@ class Demo:
             print(f"RESULT: {len(problems)} resources differ from the truth:")
             for line in problems[:20]:
                 print("  " + line)
+            return 1
+        if not billing_ok:
+            print("RESULT: Tally's statements differ from the amounts billed from the truth")
             return 1
         resources = sum(c[1] for c in per_type.values()) - len(unsettled)
         print(f"RESULT: Tally's projection equals the simulated cloud's truth "
@@ -371,6 +376,74 @@ class Demo:
             seconds = sum(part.get("seconds", 0) for part in item.get("usage", [])) \
                 if "usage" in item else item.get("seconds", 0)
             print(f"  {item.get('resource_type', '?'):<13} {seconds / 3600:>10.1f}")
+
+    def _bill(self) -> bool:
+        """Bill the simulated month with DEMO_PRICES through the API and check it.
+
+        Two checks, with the rating written apart from Tally's (``simcloud.billing_check``):
+        every resource's amount on Tally's statements equals the independent rating of
+        Tally's own lifecycle; and wherever that lifecycle equals the truth's (the ground
+        truth's intervals, project, state and size), the amount equals the truth's.
+        Where it does not (a sync books what no notification said at its poll instant;
+        with loss, what a lost notification said), the resource is counted and shown."""
+        from reporting.billing import periods
+        from simcloud.billing_check import DEMO_PRICES, bill, tally_lifecycle, truth_lifecycles
+
+        headers = {"Authorization": f"Bearer {self.admin_token}"}
+        response = requests.put(f"{self.api_url}/v1/price-lists/{self.args.cloud}",
+                                json=DEMO_PRICES, headers=headers, timeout=60)
+        response.raise_for_status()
+        period = periods.containing(self.sim.world.config.start.replace(tzinfo=None))
+        period_start, period_end = periods.parse(period)
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        end = min(period_end, now)
+        truth = truth_lifecycles(self.sim.world, period_start, end,
+                                 self.end.replace(tzinfo=None))
+        billed: dict[tuple[str, str], dict[str, Decimal]] = {}
+        for project in self._statement_projects(period):
+            body = self._get("/v1/statements", cloud=self.args.cloud, period=period,
+                             project_id=project)
+            for line in body["lines"]:
+                amounts = billed.setdefault((line["resource_type"], line["resource_id"]), {})
+                amounts[project] = amounts.get(project, Decimal(0)) + Decimal(line["amount"] or 0)
+        wrong, same, differ = [], 0, []
+        for key in sorted(set(billed) | set(truth)):
+            path = f"/v1/resources/openstack/{self.args.cloud}/{key[0]}/{key[1]}/lifecycle"
+            lifecycle = tally_lifecycle(self._get(path)["intervals"], period_start, end) \
+                if key in billed else []
+            have = {p: a for p, a in billed.get(key, {}).items() if a}
+            if {p: a for p, a in bill(key[0], lifecycle).items() if a} != have:
+                wrong.append(f"{key[0]} {key[1]}: statement {have} != rated lifecycle")
+            if lifecycle == truth.get(key, []):
+                same += 1
+                if {p: a for p, a in bill(key[0], truth.get(key, [])).items() if a} != have:
+                    wrong.append(f"{key[0]} {key[1]}: statement {have} != truth's bill")
+            else:
+                differ.append(key)
+        total = sum((a for amounts in billed.values() for a in amounts.values()),
+                    Decimal("0.00"))
+        print()
+        print(f"Statements of {period} with a demo price list: {len(billed)} resources "
+              f"billed, total {total} EUR")
+        print(f"  every amount equals an independent rating of Tally's lifecycle: "
+              f"{'yes' if not wrong else 'NO'}; {same} resources have the truth's lifecycle "
+              f"and its bill; {len(differ)} learnt a change at a sync's poll (or lost it)")
+        for line in wrong[:10]:
+            print("  " + line)
+        return not wrong
+
+    def _statement_projects(self, period: str) -> list[str]:
+        projects: list[str] = []
+        marker = None
+        while True:
+            params: dict[str, Any] = {"cloud": self.args.cloud, "period": period, "limit": 1000}
+            if marker:
+                params["marker"] = marker
+            page = self._get("/v1/statements", **params)
+            projects.extend(item["project_id"] for item in page["items"])
+            marker = page["next_marker"]
+            if not marker:
+                return projects
 
     def stop(self) -> None:
         for stopper in (getattr(self.collector, "stop", None), getattr(self.sim, "stop", None),

@@ -12,7 +12,7 @@ from typing import Any
 
 from flask import Blueprint
 
-from reporting.api import openapi_doc, openapi_write
+from reporting.api import openapi_billing, openapi_doc, openapi_write
 
 bp = Blueprint("openapi", __name__)
 
@@ -38,6 +38,7 @@ def _document() -> dict[str, Any]:
     paths.update(openapi_doc.read_paths())
     paths.update(openapi_write.write_paths())
     paths.update(openapi_write.sync_paths())
+    paths.update(openapi_billing.billing_paths())
     return {
         "openapi": "3.1.0",
         "info": {
@@ -51,7 +52,8 @@ def _document() -> dict[str, Any]:
         "security": [{"bearer": []}, {"keystone": []}],
         "paths": paths,
         "components": {
-            "schemas": {**openapi_doc.SCHEMAS, **openapi_write.SCHEMAS},
+            "schemas": {**openapi_doc.SCHEMAS, **openapi_write.SCHEMAS,
+                        **openapi_billing.SCHEMAS},
             "parameters": openapi_doc.PARAMETERS,
             "securitySchemes": SECURITY_SCHEMES,
         },

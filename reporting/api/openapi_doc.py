@@ -294,7 +294,7 @@ def read_paths() -> dict[str, Any]:
             "operationId": "getUsage",
             "summary": "Resource-seconds over [from, to), split by state and size.",
             "description": "Every lifecycle interval overlapping the period counts for the "
-            "length of the overlap; an open interval counts up to `to`.",
+            "length of the overlap; an open interval counts up to the earlier of `to` and now.",
             "parameters": [
                 query("from", INSTANT, "Start of the period (inclusive).", required=True),
                 query("to", INSTANT, "End of the period (exclusive), after from.",

@@ -16,6 +16,7 @@ from mapping.event import format_timestamp
 from reporting import pagination
 from reporting.api.project_scope import requested_project, require_project_read, visible_projects
 from reporting.db.session import db_session
+from reporting.ingest import utcnow
 from reporting.queries import params, usage_store
 from reporting.queries import usage as queries
 
@@ -49,8 +50,13 @@ def get_usage() -> dict[str, Any]:
         if marker is not None
         else None
     )
-    groups, counts, more = usage_store.usage_page(
-        db_session(), filters, group_by, start, end, after, limit
+    # Nothing is counted for time that has not happened: the period ends at now at
+    # the latest (an open interval counts up to now, not up to a future ``to``).
+    until = min(end, utcnow())
+    groups, counts, more = (
+        usage_store.usage_page(db_session(), filters, group_by, start, until, after, limit)
+        if start < until
+        else ([], {}, False)
     )
     next_marker = pagination.encode_marker(tag, groups[-1].key) if more else None
     return pagination.list_body(

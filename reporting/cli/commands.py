@@ -24,6 +24,8 @@ class Output:
     # A line printed under the table (counts of a replay).
     footer: str | None = None
     exit_code: int = 0
+    # Printed as is instead of the table or JSON (CSV).
+    text: str | None = None
 
 
 def _resource_path(args: argparse.Namespace) -> str:

@@ -49,14 +49,32 @@ class ApiClient:
     def post(self, path: str, body: Any) -> Any:
         return self._request("POST", path, json=body)
 
-    def _request(self, method: str, path: str, *, params: Params | None = None,
-                 json: Any = None) -> Any:
+    def put(self, path: str, body: Any) -> Any:
+        return self._request("PUT", path, json=body)
+
+    def get_text(self, path: str, params: Params, accept: str) -> str:
+        return self.get_text_page(path, params, accept)[0]
+
+    def get_text_page(self, path: str, params: Params, accept: str) -> tuple[str, str | None]:
+        """A non-JSON answer (``accept``) and its ``X-Next-Marker`` header."""
+        response = self._send("GET", path, params=params, json=None, accept=accept)
+        if response.status_code >= 400:
+            try:
+                body = response.json()
+            except ValueError:
+                body = None
+            raise _api_error(response, body)
+        return response.text, response.headers.get("X-Next-Marker")
+
+    def _send(self, method: str, path: str, *, params: Params | None, json: Any,
+              accept: str | None = None) -> requests.Response:
         url = self.base_url + path
         # None means "filter not given": never send it as an empty value.
         query = {k: v for k, v in (params or {}).items() if v is not None}
+        headers = {"Accept": accept} if accept else None
         try:
-            response = self.session.request(method, url, params=query, json=json,
-                                            timeout=self.timeout)
+            return self.session.request(method, url, params=query, json=json,
+                                        timeout=self.timeout, headers=headers)
         except requests.ConnectionError as exc:
             raise Unreachable(f"cannot reach the Reporting API at {self.base_url}: "
                               f"{describe_request_error(exc, self.base_url)}") from None
@@ -65,6 +83,11 @@ class ApiClient:
                               f"within {self.timeout:g} s") from None
         except requests.RequestException as exc:
             raise Unreachable(f"request to {url} failed: {_reason(exc)}") from None
+
+    def _request(self, method: str, path: str, *, params: Params | None = None,
+                 json: Any = None) -> Any:
+        url = self.base_url + path
+        response = self._send(method, path, params=params, json=json)
         try:
             body = response.json()
         except ValueError:

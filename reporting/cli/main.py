@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from mapping.api_url import ApiUrlError, check_base_url
 from mapping.token_file import TokenFileError, read_token_file
-from reporting.cli import commands, keystone, table
+from reporting.cli import billing, commands, keystone, table
 from reporting.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
 
 PROG = "tally"
@@ -77,7 +77,8 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     token.add_argument("--os-cloud", default=default(None), metavar="NAME",
                        help="authenticate with keystone as this clouds.yaml entry "
                        "(env OS_CLOUD, used when no bearer token is given)")
-    parser.add_argument("--format", choices=("table", "json"), default=default("table"))
+    parser.add_argument("--format", choices=("table", "json", "csv"), default=default("table"),
+                        help="csv: statement only")
     parser.add_argument("--timeout", type=float, default=default(30.0),
                         help="seconds to wait for each answer (default 30)")
 
@@ -153,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--cloud")
     _list_options(runs)
     runs.set_defaults(handler=commands.sync_runs)
+    billing.register(sub, common)
     return parser
 
 
@@ -205,6 +207,9 @@ def _client(args: argparse.Namespace) -> ApiClient:
 
 
 def _print(output: commands.Output, fmt: str) -> None:
+    if output.text is not None:
+        print(output.text, end="")
+        return
     if fmt == "json":
         print(json.dumps(output.json, indent=2, ensure_ascii=False))
         return
@@ -216,10 +221,13 @@ def _print(output: commands.Output, fmt: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Command = args.handler
+    if args.format == "csv" and not getattr(args, "csv_ok", False):
+        print(f"{PROG}: --format csv is for the statement command", file=sys.stderr)
+        return 2
     try:
         client = _client(args)
         output = handler(client, args)
-    except (UsageError, commands.UnknownResourceType) as exc:
+    except (UsageError, commands.UnknownResourceType, billing.DocumentError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     except ApiError as exc:

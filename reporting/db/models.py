@@ -218,3 +218,8 @@ class SyncSighting(Base):
     resource_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     first_seen_at: Mapped[dt.datetime] = mapped_column(DateTime())
     seen_until: Mapped[dt.datetime | None] = mapped_column(DateTime())
+
+
+# Billing's tables live beside their feature; importing them here registers them on
+# Base.metadata, which the migrations and the drift test compare.
+from reporting.db import billing_models as billing_models  # noqa: E402

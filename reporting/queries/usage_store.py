@@ -97,8 +97,12 @@ def usage_page(
     length = _overlap_micros(writes.of(session).epoch_micros, start, end)
     size_text = sa.cast(model.size, sa.Text)
     sums_query = (
+        # Whole seconds and the microseconds beyond them summed apart: a sum of
+        # microseconds over many long intervals would overflow 64 bits (SQLite's SUM
+        # refuses that), a sum of seconds cannot.
         sa.select(*columns, model.state, size_text.label("size_text"),
-                  sa.func.sum(length).label("micros"))
+                  sa.func.sum(length // 1_000_000).label("seconds"),
+                  sa.func.sum(length % 1_000_000).label("micros"))
         .where(*overlapping, key >= sa.tuple_(*first), key <= sa.tuple_(*last))
         .group_by(*columns, model.state, size_text)
     )
@@ -107,7 +111,7 @@ def usage_page(
     for row in session.execute(sums_query):
         if row.size_text not in sizes:
             sizes[row.size_text] = json.loads(row.size_text) if row.size_text else None
-        micros = int(row.micros)
+        micros = int(row.seconds) * 1_000_000 + int(row.micros)
         if micros > 0:
             groups[tuple(row[:width])].add_length(
                 row.state, sizes[row.size_text], dt.timedelta(microseconds=micros)

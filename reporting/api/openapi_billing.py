@@ -1,0 +1,168 @@
+"""OpenAPI paths and schemas of billing: price lists, statements, periods
+(``reporting/api/price_lists.py``, ``statements.py``, ``periods.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reporting.api.openapi_doc import (
+    INSTANT,
+    NULLABLE_INSTANT,
+    errors,
+    json_body,
+    list_of,
+    param_ref,
+    path,
+    query,
+    ref,
+)
+
+_DECIMAL = {"type": "string", "pattern": r"^-?[0-9]+(\.[0-9]+)?$",
+            "description": "An exact decimal as a string."}
+_NULLABLE_DECIMAL = {"type": ["string", "null"], "pattern": r"^-?[0-9]+(\.[0-9]+)?$"}
+_PERIOD = {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"}
+_TAGS = {"tags": ["billing"]}
+
+
+def _object(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "required": required,
+            "properties": properties}
+
+
+def _all(properties: dict[str, Any]) -> dict[str, Any]:
+    return _object(list(properties), properties)
+
+
+_RATES_DOC = {
+    "type": "object",
+    "description": "Per resource type: instance {per: hour, by_flavor, by_resources}, "
+    "volume {per: gb_hour, rate, type_modifiers}, floating_ip {per: hour, rate}, "
+    "image {per: gb_hour, rate}, loadbalancer {per: hour, rate, listener, pool}.",
+}
+
+SCHEMAS: dict[str, Any] = {
+    "PriceListDocument": {
+        "type": "object",
+        "required": ["effective_from", "currency", "rates"],
+        "properties": {
+            "effective_from": INSTANT,
+            "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "zero_rated_projects": {"type": "array", "items": {"type": "string"}},
+            "rates": _RATES_DOC,
+            "state_modifiers": {"type": "object"},
+        },
+    },
+    "PriceListVersion": _all({
+        "version": {"type": "string"}, "number": {"type": "integer", "minimum": 1},
+        "effective_from": INSTANT, "currency": {"type": "string"},
+        "created_at": INSTANT, "created_by": {"type": "string"},
+        "document": {"type": "object"},
+    }),
+    "StatementLine": _all({
+        "resource_type": {"type": "string"}, "resource_id": {"type": "string"},
+        "state": {"type": ["string", "null"]}, "size": {"type": ["object", "null"]},
+        "start": INSTANT, "end": INSTANT, "event_id": {"type": "string"},
+        "price_list_version": {"type": ["string", "null"]},
+        "quantity": _DECIMAL, "unit": {"type": ["string", "null"]},
+        "rate": _NULLABLE_DECIMAL, "modifier": _NULLABLE_DECIMAL,
+        "zero_rated": {"type": "boolean"},
+        "amount_unrounded": _NULLABLE_DECIMAL, "amount": _NULLABLE_DECIMAL,
+        "unrated": {"type": ["string", "null"]},
+    }),
+    "Adjustment": _all({
+        "period": _PERIOD, "resource_type": {"type": "string"},
+        "resource_id": {"type": "string"}, "amount": _DECIMAL,
+        "event_ids": {"type": "array", "items": {"type": "string"}},
+    }),
+    "Statement": _all({
+        "cloud": {"type": "string"}, "project_id": {"type": "string"}, "period": _PERIOD,
+        "currency": {"type": ["string", "null"]}, "status": {"enum": ["open", "closed"]},
+        "provisional": {"type": "boolean"}, "computed_at": INSTANT,
+        "lines": {"type": "array", "items": ref("StatementLine")},
+        "adjustments": {"type": "array", "items": ref("Adjustment")},
+        "subtotal": _DECIMAL, "adjustments_total": _DECIMAL, "total": _DECIMAL,
+        "unrated_lines": {"type": "integer", "minimum": 0},
+    }),
+    "StatementSummary": _all({
+        "project_id": {"type": "string"}, "subtotal": _DECIMAL,
+        "adjustments_total": _DECIMAL, "total": _DECIMAL,
+        "unrated_lines": {"type": "integer", "minimum": 0},
+    }),
+    "Period": _all({
+        "cloud": {"type": "string"}, "period": _PERIOD,
+        "status": {"enum": ["open", "closed"]}, "ended": {"type": "boolean"},
+        "closed_at": NULLABLE_INSTANT, "closed_by": {"type": ["string", "null"]},
+        "cutoff_seq": {"type": ["integer", "null"]},
+        "cutoff_received_at": NULLABLE_INSTANT,
+    }),
+}
+
+_SUMMARIES = {**list_of(ref("StatementSummary"))}
+_SUMMARIES["required"] = ["cloud", "period", "items", "next_marker"]
+_SUMMARIES["properties"] = {"cloud": {"type": "string"}, "period": _PERIOD,
+                            **_SUMMARIES["properties"]}
+_VERSIONS = {**list_of(ref("PriceListVersion"))}
+_VERSIONS["required"] = ["name", "items", "next_marker"]
+_VERSIONS["properties"] = {"name": {"type": "string"}, **_VERSIONS["properties"]}
+SCHEMAS["StatementSummaries"] = _SUMMARIES
+SCHEMAS["PriceListVersions"] = _VERSIONS
+_CSV = {"text/csv": {"schema": {"type": "string"}}}
+
+
+def billing_paths() -> dict[str, Any]:
+    return {
+        "/v1/price-lists/{cloud}": {
+            "get": {
+                **_TAGS, "operationId": "listPriceListVersions",
+                "summary": "The versions of a price list (role read); `default` prices "
+                "every cloud without a list of its own.",
+                "parameters": [path("cloud"), param_ref("limit"), param_ref("marker")],
+                "responses": {"200": json_body(ref("PriceListVersions"), "The versions."),
+                              **errors(400, 401, 403)},
+            },
+            "put": {
+                **_TAGS, "operationId": "putPriceListVersion",
+                "summary": "Add a version (role admin); versions are never edited.",
+                "parameters": [path("cloud")],
+                "requestBody": {"required": True, "content": {"application/json": {
+                    "schema": ref("PriceListDocument")}}},
+                "responses": {"201": json_body(ref("PriceListVersion"), "Added."),
+                              **errors(400, 401, 403, 409, 413)},
+            },
+        },
+        "/v1/statements": {"get": {
+            **_TAGS, "operationId": "getStatements",
+            "summary": "A project's statement of a period, or the per-project summaries "
+            "(role read); Accept: text/csv answers CSV.",
+            "parameters": [
+                query("cloud", {"type": "string"}, "The cloud.", required=True),
+                query("period", _PERIOD, "The month, YYYY-MM (UTC).", required=True),
+                query("project_id", {"type": "string"},
+                      "The project; without it, the summaries of every project."),
+                param_ref("limit"), param_ref("marker"),
+            ],
+            "responses": {
+                "200": {"description": "A statement, or a page of summaries.", "content": {
+                    "application/json": {"schema": {"oneOf": [
+                        ref("Statement"), ref("StatementSummaries")]}},
+                    **_CSV}},
+                **errors(400, 401, 403),
+            },
+        }},
+        "/v1/periods/{cloud}": {"get": {
+            **_TAGS, "operationId": "listPeriods",
+            "summary": "The cloud's periods with status, closing instant, who closed it "
+            "and the ingestion cutoff (role read), newest first.",
+            "parameters": [path("cloud"), param_ref("limit"), param_ref("marker")],
+            "responses": {"200": json_body(list_of(ref("Period")), "A page of periods."),
+                          **errors(400, 401, 403)},
+        }},
+        "/v1/periods/{cloud}/{period}/close": {"post": {
+            **_TAGS, "operationId": "closePeriod",
+            "summary": "Freeze every project's statement of the period (role admin); "
+            "closing again changes nothing.",
+            "parameters": [path("cloud"), path("period")],
+            "responses": {"200": json_body(ref("Period"), "Closed."),
+                          **errors(400, 401, 403, 409)},
+        }},
+    }

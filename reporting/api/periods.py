@@ -1,0 +1,88 @@
+"""``POST /v1/periods/{cloud}/{YYYY-MM}/close`` (admin) and ``GET /v1/periods/{cloud}``
+(read): close a period, list a cloud's periods.  Semantics in
+``reporting.billing.closing`` and ``docs/statements.md``."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import sqlalchemy as sa
+from flask import Blueprint, jsonify, request
+
+from mapping.event import format_timestamp
+from reporting import pagination
+from reporting.api.auth import require_role
+from reporting.api.billing_common import caller_name, cloud_path, period_name
+from reporting.api.errors import ApiError
+from reporting.billing import closing, periods, statements
+from reporting.db.billing_models import BillingPeriod
+from reporting.db.models import ResourceInterval
+from reporting.db.session import app_sessionmaker, db_session
+from reporting.ingest import utcnow
+from reporting.queries import params
+
+bp = Blueprint("periods", __name__)
+_TAG = "periods"
+
+
+def render(cloud: str, period: str, row: BillingPeriod | None, now: dt.datetime
+           ) -> dict[str, Any]:
+    _start, end = periods.parse(period)
+
+    def instant(value: dt.datetime | None) -> str | None:
+        return None if value is None else format_timestamp(value)
+
+    return {
+        "cloud": cloud,
+        "period": period,
+        "status": "closed" if row is not None else "open",
+        "ended": end <= now,
+        "closed_at": instant(row.closed_at) if row else None,
+        "closed_by": row.closed_by if row else None,
+        "cutoff_seq": row.cutoff_seq if row else None,
+        "cutoff_received_at": instant(row.cutoff_received_at) if row else None,
+    }
+
+
+@bp.post("/v1/periods/<cloud>/<period>/close")
+@require_role("admin")
+def close_period(cloud: str, period: str) -> Any:
+    cloud = cloud_path(cloud)
+    period = period_name(period)
+    now = utcnow()
+    try:
+        result = closing.close(app_sessionmaker(), cloud, period, caller_name(), now)
+    except closing.PeriodNotEnded as exc:
+        raise ApiError(409, "period_not_ended", str(exc)) from None
+    return jsonify(render(cloud, period, result.period, now))
+
+
+@bp.get("/v1/periods/<cloud>")
+@require_role("read")
+def list_periods(cloud: str) -> Any:
+    """Every month from the cloud's first usage (or first closed period) to the current
+    one, newest first."""
+    cloud = cloud_path(cloud)
+    params.only(request.args, frozenset({"limit", "marker"}))
+    limit = pagination.parse_limit(request.args)
+    session = db_session()
+    now = utcnow()
+    closed = statements.closed_periods(session, cloud)
+    first = session.execute(
+        sa.select(sa.func.min(ResourceInterval.start)).where(ResourceInterval.cloud == cloud)
+    ).scalar()
+    names = set(closed)
+    current = periods.containing(now)
+    if first is not None and first <= now:
+        name = periods.containing(first)
+        while name <= current:
+            names.add(name)
+            name = periods.following(name)
+    ordered = sorted(names, reverse=True)
+    if "marker" in request.args:
+        (before,) = pagination.decode_marker(_TAG, ["str"], request.args["marker"])
+        ordered = [name for name in ordered if name < str(before)]
+    window = ordered[:limit + 1]
+    kept, marker = pagination.page(window, limit, _TAG, lambda name: (name,))
+    return pagination.list_body([render(cloud, n, closed.get(n), now) for n in kept], marker)

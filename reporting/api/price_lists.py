@@ -1,0 +1,58 @@
+"""``PUT|GET /v1/price-lists/{cloud}``: add a price list version (admin), list them (read).
+
+The list named ``default`` prices every cloud without a list of its own.  Rules in
+``reporting.billing.versions``; the document in ``reporting.billing.pricelist``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, jsonify, request
+
+from reporting import pagination
+from reporting.api.auth import require_role
+from reporting.api.billing_common import caller_name, cloud_path
+from reporting.api.errors import ApiError
+from reporting.api.jsonbody import json_object
+from reporting.billing import locks, versions
+from reporting.billing.pricelist import PriceListError
+from reporting.db.session import db_session
+from reporting.ingest import utcnow
+from reporting.queries import params
+
+bp = Blueprint("price_lists", __name__)
+
+
+@bp.put("/v1/price-lists/<cloud>")
+@require_role("admin")
+def put_price_list(cloud: str) -> Any:
+    name = cloud_path(cloud)
+    document = json_object()
+    session = db_session()
+    with session.begin():
+        locks.begin_write(session)
+        if session.get_bind().dialect.name == "postgresql":
+            locks.xact_lock(session, locks.PRICES_KEY)
+        try:
+            row = versions.add(session, name, document, caller_name(), utcnow())
+        except PriceListError as exc:
+            raise ApiError(400, "invalid_price_list", str(exc)) from None
+        except versions.VersionConflict as exc:
+            raise ApiError(409, "conflict", str(exc)) from None
+    return jsonify(versions.render(row)), 201
+
+
+@bp.get("/v1/price-lists/<cloud>")
+@require_role("read")
+def get_price_list(cloud: str) -> Any:
+    name = cloud_path(cloud)
+    params.only(request.args, frozenset({"limit", "marker"}))
+    limit = pagination.parse_limit(request.args)
+    rows = versions.rows(db_session(), name)
+    if "marker" in request.args:
+        (after,) = pagination.decode_marker("price-lists", ["int"], request.args["marker"])
+        assert isinstance(after, int)
+        rows = [row for row in rows if row.number > after]
+    kept, marker = pagination.page(rows, limit, "price-lists", lambda r: (r.number,))
+    return pagination.list_body([versions.render(r) for r in kept], marker, name=name)

@@ -1,0 +1,92 @@
+"""``GET /v1/statements``: a project's statement of a period, or the per-project
+summaries of a period (role ``read``).  ``Accept: text/csv`` answers CSV.
+
+Parameters: ``cloud`` and ``period`` (``YYYY-MM``) required; ``project_id``;
+``limit``/``marker`` for the summaries.  Semantics in ``docs/statements.md``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from flask import Blueprint, Response, request
+
+from reporting import pagination
+from reporting.api.auth import require_role
+from reporting.api.billing_common import period_name
+from reporting.billing import service
+from reporting.db.session import db_session
+from reporting.ingest import utcnow
+from reporting.queries import params
+
+bp = Blueprint("statements", __name__)
+
+_PARAMS = frozenset({"cloud", "period", "project_id", "limit", "marker"})
+LINE_FIELDS = ("resource_type", "resource_id", "state", "size", "start", "end", "event_id",
+               "price_list_version", "quantity", "unit", "rate", "modifier", "zero_rated",
+               "amount_unrounded", "amount", "unrated")
+SUMMARY_FIELDS = ("project_id", "subtotal", "adjustments_total", "total", "unrated_lines")
+_TAG = "statements"
+
+
+def _wants_csv() -> bool:
+    best = request.accept_mimetypes.best_match(["application/json", "text/csv"])
+    return best == "text/csv" and request.accept_mimetypes["text/csv"] > request.accept_mimetypes[
+        "application/json"]
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return value
+
+
+def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(fields)
+    for row in rows:
+        writer.writerow([_cell(row[field]) for field in fields])
+    return out.getvalue()
+
+
+@bp.get("/v1/statements")
+@require_role("read")
+def get_statements() -> Response:
+    args = request.args
+    params.only(args, _PARAMS)
+    cloud = params.text(args, "cloud")
+    if cloud is None:
+        raise pagination.bad_request("cloud is required")
+    period = period_name(args.get("period"))
+    project_id = params.text(args, "project_id")
+    session = db_session()
+    now = utcnow()
+    if project_id is not None:
+        if "limit" in args or "marker" in args:
+            raise pagination.bad_request("limit and marker apply to the summaries only")
+        text = service.statement_text(session, cloud, project_id, period, now)
+        if _wants_csv():
+            return Response(_csv(json.loads(text)["lines"], LINE_FIELDS), mimetype="text/csv")
+        return Response(text, mimetype="application/json")
+    limit = pagination.parse_limit(args)
+    after = None
+    if "marker" in args:
+        (decoded,) = pagination.decode_marker(_TAG, ["str"], args["marker"])
+        after = str(decoded)
+    items, more = service.summaries(session, cloud, period, after, limit, now)
+    marker = pagination.encode_marker(_TAG, [items[-1]["project_id"]]) if more else None
+    if _wants_csv():
+        response = Response(_csv(items, SUMMARY_FIELDS), mimetype="text/csv")
+        if marker is not None:
+            response.headers["X-Next-Marker"] = marker
+        return response
+    body = pagination.list_body(items, marker, cloud=cloud, period=period)
+    return Response(json.dumps(body, separators=(",", ":")), mimetype="application/json")

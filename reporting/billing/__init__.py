@@ -1,0 +1,1 @@
+"""Billing: price lists, rating of lifecycle intervals, statements, closed periods."""

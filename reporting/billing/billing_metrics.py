@@ -1,0 +1,38 @@
+"""Prometheus metrics of billing (exported by ``/metrics`` with the others)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prometheus_client import Counter
+
+from reporting.billing.statements import Adjustment
+
+STATEMENTS_COMPUTED = Counter(
+    "tally_statements_computed",
+    "Statements computed, by cloud and kind (project: one statement; summary: one per "
+    "project of a summary page; closed: frozen by a close).",
+    ["cloud", "kind"],
+)
+PERIODS_CLOSED = Counter("tally_periods_closed", "Periods closed, by cloud.", ["cloud"])
+ADJUSTMENTS_BOOKED = Counter(
+    "tally_adjustments_booked", "Adjustments booked by closes, by cloud.", ["cloud"]
+)
+ADJUSTMENTS_BOOKED_AMOUNT = Counter(
+    "tally_adjustments_booked_amount",
+    "Sum of the amounts of the adjustments booked, by cloud and direction (debit: the "
+    "closed period billed too little; credit: too much), in currency units.",
+    ["cloud", "direction"],
+)
+
+
+def record_close(cloud: str, frozen: int, booked: Sequence[Adjustment]) -> None:
+    PERIODS_CLOSED.labels(cloud=cloud).inc()
+    STATEMENTS_COMPUTED.labels(cloud=cloud, kind="closed").inc(frozen)
+    if booked:
+        ADJUSTMENTS_BOOKED.labels(cloud=cloud).inc(len(booked))
+        for direction, sign in (("debit", 1), ("credit", -1)):
+            total = sum(sign * a.amount for a in booked if sign * a.amount > 0)
+            if total:
+                ADJUSTMENTS_BOOKED_AMOUNT.labels(cloud=cloud, direction=direction).inc(
+                    float(total))

@@ -1,0 +1,158 @@
+"""Closing a period: freeze every project's statement at an ingestion cutoff.
+
+The cutoff is the last receipt (``events.seq``) the close's snapshot holds, and the
+snapshot holds exactly the events with ``seq <= cutoff`` (``reporting.billing.locks``
+says why no smaller receipt can commit later).  The projection is written in the
+ingest transaction of its events, so the intervals in the snapshot are the fold of
+those events: a closed statement is the statement of the facts received up to the
+cutoff, and anyone can recompute it from the history.
+
+The close also books the adjustments of earlier closed periods that belong on this
+period's statement, and freezes the per-resource amounts later adjustments compare
+against.  A second close of the same period (any replica) finds the row and changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime as dt
+from collections.abc import Sequence
+from decimal import Decimal
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session, sessionmaker
+
+from reporting.billing import adjustments, billing_metrics, locks, periods, rating, statements
+from reporting.billing.versions import timeline
+from reporting.db.billing_models import (
+    BillingPeriod,
+    BookedAdjustment,
+    ClosedResourceAmount,
+    ClosedStatement,
+)
+from reporting.db.models import Event
+
+
+class PeriodNotEnded(ValueError):
+    """Only a period that has ended can be closed (409)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Closed:
+    period: BillingPeriod
+    created: bool
+    frozen: int = 0
+    adjustments: Sequence[statements.Adjustment] = ()
+
+
+def close(factory: sessionmaker[Session], cloud: str, period: str, who: str,
+          now: dt.datetime) -> Closed:
+    """Close ``period`` of ``cloud``; idempotent."""
+    _start, end = periods.parse(period)
+    if end > now:
+        raise PeriodNotEnded(f"period {period} has not ended yet (it ends at {end:%Y-%m-%d})")
+    with factory() as probe:
+        postgres = probe.get_bind().dialect.name == "postgresql"
+    if not postgres:
+        with factory() as session:
+            locks.begin_write(session)
+            result = _close_in(session, cloud, period, who, now)
+            session.commit()
+    else:
+        result = _close_postgres(factory, cloud, period, who, now)
+    if result.created:
+        billing_metrics.record_close(cloud, result.frozen, result.adjustments)
+    return result
+
+
+def _close_postgres(factory: sessionmaker[Session], cloud: str, period: str, who: str,
+                    now: dt.datetime) -> Closed:
+    with factory() as guard_session:
+        guard = guard_session.connection()
+        locks.xact_lock(guard, locks.period_key(cloud, period))
+        locks.xact_lock(guard, locks.PRICES_KEY)
+        existing = _existing(guard_session, cloud, period)
+        if existing is not None:
+            return Closed(existing, created=False)
+        with factory() as session:
+            session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+            locks.lock_ingest(guard)
+            try:
+                cutoff = _cutoff(session)  # the snapshot is taken here
+            finally:
+                locks.unlock_ingest(guard)
+            result = _close_in(session, cloud, period, who, now, cutoff)
+            session.commit()
+        guard_session.commit()
+    return result
+
+
+def _existing(session: Session, cloud: str, period: str) -> BillingPeriod | None:
+    query = sa.select(BillingPeriod).where(
+        BillingPeriod.cloud == cloud, BillingPeriod.period == period
+    )
+    return session.execute(query).scalar()
+
+
+def _cutoff(session: Session) -> tuple[int, dt.datetime | None]:
+    row = session.execute(
+        sa.select(Event.seq, Event.received_at).order_by(Event.seq.desc()).limit(1)
+    ).first()
+    return (int(row.seq), row.received_at) if row is not None else (0, None)
+
+
+def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datetime,
+              cutoff: tuple[int, dt.datetime | None] | None = None) -> Closed:
+    existing = _existing(session, cloud, period)
+    if existing is not None:
+        return Closed(existing, created=False)
+    seq, received_at = cutoff if cutoff is not None else _cutoff(session)
+    start, end = periods.parse(period)
+    versions = timeline(session, cloud)
+    closed = statements.closed_periods(session, cloud)
+    lines: dict[str, list[rating.Line]] = collections.defaultdict(list)
+    for line in rating.rate_intervals(statements.intervals(session, cloud, start, end),
+                                      versions, start, end, now):
+        lines[line.project_id].append(line)
+    booked: dict[str, list[statements.Adjustment]] = collections.defaultdict(list)
+    found = adjustments.pending(session, cloud, period, closed, versions, now)
+    for adjustment in found:
+        booked[adjustment.project_id].append(adjustment)
+    code = statements.currency(versions, end)
+    frozen: list[dict[str, object]] = []
+    amounts: list[dict[str, object]] = []
+    for project in sorted(set(lines) | set(booked)):
+        document = statements.document(
+            cloud=cloud, project_id=project, period=period, currency_code=code, closed=True,
+            computed_at=now, lines=lines[project], adjustments=booked[project],
+        )
+        frozen.append({
+            "cloud": cloud, "period": period, "project_id": project,
+            "body": statements.text(document), "subtotal": Decimal(document["subtotal"]),
+            "adjustments_total": Decimal(document["adjustments_total"]),
+            "total": Decimal(document["total"]), "unrated_lines": document["unrated_lines"],
+        })
+        amounts.extend(
+            {"cloud": cloud, "period": period, "project_id": project, "resource_type": rtype,
+             "resource_id": rid, "amount": amount}
+            for (rtype, rid), amount in rating.resource_amounts(lines[project]).items()
+        )
+    row = BillingPeriod(cloud=cloud, period=period, status="closed", closed_at=now,
+                        closed_by=who, cutoff_seq=seq, cutoff_received_at=received_at)
+    session.add(row)
+    if frozen:
+        session.execute(sa.insert(ClosedStatement), frozen)
+    if amounts:
+        session.execute(sa.insert(ClosedResourceAmount), amounts)
+    if found:
+        session.execute(sa.insert(BookedAdjustment), [
+            {"cloud": cloud, "period": period, "source_period": a.source_period,
+             "project_id": a.project_id, "resource_type": a.resource_type,
+             "resource_id": a.resource_id, "amount": a.amount, "event_ids": a.event_ids,
+             "cutoff_seq": seq}
+            for a in found
+        ])
+    session.flush()
+    return Closed(row, created=True, frozen=len(frozen), adjustments=found)

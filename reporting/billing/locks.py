@@ -1,0 +1,63 @@
+"""The locks that make a close sound under concurrent ingest and several replicas.
+
+PostgreSQL advisory locks, all in one key space:
+- ``INGEST_KEY``: every ingest transaction holds it in *shared* mode from before it
+  draws its first receipt number (``events.seq``) until it commits.  A close takes it
+  *exclusively* for an instant: that waits for every ingest in flight to commit, and
+  while it is held no ingest can draw a number.  The close's snapshot is taken inside
+  that instant, so it holds every event with ``seq <= cutoff`` and no other can ever
+  commit (a later ingest draws a larger number from the sequence).
+- ``period_key(cloud, period)``: one close of a period at a time across replicas.
+- ``PRICES_KEY``: adding a price list version and closing a period exclude each other,
+  so no version can take effect inside a period while it is being closed.
+
+SQLite has one writer: the close holds the write lock for its whole transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
+
+
+def _key(*parts: str) -> int:
+    digest = hashlib.blake2b("\x1f".join(("tally-billing", *parts)).encode(), digest_size=8)
+    return int.from_bytes(digest.digest(), "big", signed=True)
+
+
+INGEST_KEY = _key("ingest")
+PRICES_KEY = _key("prices")
+
+
+def period_key(cloud: str, period: str) -> int:
+    return _key("period", cloud, period)
+
+
+def hold_ingest_share(session: Session) -> None:
+    """Called by ingest at the start of its write transaction (PostgreSQL only)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(sa.text("SELECT pg_advisory_xact_lock_shared(:k)"), {"k": INGEST_KEY})
+
+
+def xact_lock(connection: Connection | Session, key: int) -> None:
+    connection.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+
+
+def lock_ingest(connection: Connection) -> None:
+    """Session-level exclusive: released by ``unlock_ingest`` right after the snapshot."""
+    connection.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": INGEST_KEY})
+
+
+def unlock_ingest(connection: Connection) -> None:
+    connection.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": INGEST_KEY})
+
+
+def begin_write(session: Session) -> None:
+    """SQLite: start the transaction with a write, so it holds the database's write lock
+    (and the newest snapshot) from its first statement.  A transaction that reads first
+    cannot always upgrade to a writer while another worker writes."""
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(sa.text("DELETE FROM billing_periods WHERE 1 = 0"))

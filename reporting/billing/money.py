@@ -1,0 +1,78 @@
+"""Exact money arithmetic: decimal strings in, ``Fraction`` inside, decimal strings out.
+
+Durations are whole microseconds and an hour is 3,600,000,000 of them, so an hour
+count is in general not a finite decimal (one second is 0.000277… h).  Amounts are
+therefore computed as exact fractions and rounded once, half-even, to the minor
+unit; only the displayed quantity and unrounded amount are cut to ``DISPLAY_PLACES``.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
+
+MICROS_PER_HOUR = 3_600_000_000
+MINOR_PLACES = 2  # every currency is billed in hundredths
+DISPLAY_PLACES = 12  # quantity and amount_unrounded: finer than one microsecond of anything
+
+# A rate or modifier on the wire: a non-negative decimal string, never a JSON number.
+DECIMAL_TEXT = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,12})?\Z")
+
+
+class MoneyError(ValueError):
+    """A value that is not a decimal string Tally accepts."""
+
+
+def parse_decimal(value: object, where: str) -> Decimal:
+    """A non-negative decimal string (``"0.020"``) as a Decimal; anything else raises."""
+    if not isinstance(value, str) or not DECIMAL_TEXT.match(value):
+        raise MoneyError(
+            f"{where} must be a non-negative decimal string such as \"0.020\" "
+            f"(got {value!r}); JSON numbers are refused because they are binary floats"
+        )
+    return Decimal(value)
+
+
+def number_to_decimal(value: object) -> Decimal | None:
+    """A size member (a JSON number) as the decimal its shortest text spells, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+def to_fraction(value: Decimal) -> Fraction:
+    return Fraction(value)
+
+
+def round_half_even(value: Fraction, places: int = MINOR_PLACES) -> Decimal:
+    """``value`` rounded half-even to ``places`` decimals, exactly (no float, no
+    intermediate decimal rounding)."""
+    scale = 10**places
+    scaled = value * scale
+    whole, rest = divmod(scaled.numerator, scaled.denominator)
+    twice = 2 * rest
+    if twice > scaled.denominator or (twice == scaled.denominator and whole % 2 == 1):
+        whole += 1
+    return Decimal(whole).scaleb(-places)
+
+
+def text(value: Decimal) -> str:
+    """Plain decimal text, never exponent notation."""
+    return format(value, "f")
+
+
+def display(value: Fraction) -> str:
+    """An exact value cut to ``DISPLAY_PLACES`` (half-even), trailing zeros dropped."""
+    rounded = round_half_even(value, DISPLAY_PLACES)
+    plain = format(rounded, "f")
+    if "." in plain:
+        plain = plain.rstrip("0").rstrip(".")
+    return plain or "0"
+
+
+def money(value: Decimal) -> str:
+    """An amount in the minor unit's form, e.g. ``"12.30"``."""
+    return format(value.quantize(Decimal(1).scaleb(-MINOR_PLACES), rounding=ROUND_HALF_EVEN), "f")

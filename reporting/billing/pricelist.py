@@ -1,0 +1,193 @@
+"""Price list documents: validation and the typed version a rating reads.
+
+A document (``PUT /v1/price-lists/{cloud}``; ``docs/statements.md``)::
+
+    {"effective_from": "2026-10-01T00:00:00Z", "currency": "EUR",
+     "zero_rated_projects": ["<project id>"],
+     "rates": {"instance": {"per": "hour", "by_flavor": {"m1.small": "0.020"},
+                            "by_resources": {"vcpus": "0.010", "ram_gb": "0.005"}},
+               "volume": {"per": "gb_hour", "rate": "0.00010", "type_modifiers": {"ssd": "1.5"}},
+               "floating_ip": {"per": "hour", "rate": "0.005"},
+               "image": {"per": "gb_hour", "rate": "0.00005"},
+               "loadbalancer": {"per": "hour", "rate": "0.030", "listener": "0.005",
+                                "pool": "0.005"}},
+     "state_modifiers": {"instance": {"shutoff": "0.5", "shelved": "0"}}}
+
+Every amount is a decimal string; every member not listed here is refused, so a
+misspelt key never silently prices something at nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from mapping.event import MAX_ID_LEN, TimestampError, parse_timestamp
+from reporting.billing.money import MoneyError, parse_decimal
+
+DEFAULT_LIST = "default"  # applies to every cloud without a list of its own
+_CURRENCY = re.compile(r"^[A-Z]{3}\Z")
+# What each resource type is priced per, and the members its rates entry may hold.
+UNITS = {
+    "instance": "hour",
+    "volume": "gb_hour",
+    "floating_ip": "hour",
+    "image": "gb_hour",
+    "loadbalancer": "hour",
+}
+_RATE_MEMBERS = {
+    "instance": {"per", "by_flavor", "by_resources"},
+    "volume": {"per", "rate", "type_modifiers"},
+    "floating_ip": {"per", "rate"},
+    "image": {"per", "rate"},
+    "loadbalancer": {"per", "rate", "listener", "pool"},
+}
+INSTANCE_RESOURCES = ("vcpus", "ram_gb", "disk_gb")
+
+
+class PriceListError(ValueError):
+    """A document that is not a valid price list; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TypeRate:
+    """The rates of one resource type."""
+
+    rate: Decimal | None = None  # every type but instance
+    by_flavor: Mapping[str, Decimal] = dataclasses.field(default_factory=dict)
+    by_resources: Mapping[str, Decimal] | None = None
+    type_modifiers: Mapping[str, Decimal] = dataclasses.field(default_factory=dict)
+    listener: Decimal = Decimal(0)
+    pool: Decimal = Decimal(0)
+
+
+@dataclasses.dataclass(frozen=True)
+class PriceVersion:
+    """One stored version of a price list (``label`` names it in statement lines)."""
+
+    label: str  # "<list>/<number>", e.g. "default/2"
+    effective_from: dt.datetime  # naive UTC
+    currency: str
+    zero_rated_projects: frozenset[str]
+    rates: Mapping[str, TypeRate]
+    state_modifiers: Mapping[str, Mapping[str, Decimal]]
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise PriceListError(f"{where} must be an object")
+    return value
+
+
+def _only(document: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(document) - allowed)
+    if unknown:
+        raise PriceListError(f"{where} has unknown member(s): {', '.join(unknown)}")
+
+
+def _name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > MAX_ID_LEN:
+        raise PriceListError(f"{where} must be a non-empty string of at most {MAX_ID_LEN} characters")
+    return value
+
+
+def _decimals(value: Any, where: str) -> dict[str, Decimal]:
+    return {
+        _name(key, f"a key of {where}"): _decimal(amount, f"{where}.{key}")
+        for key, amount in _object(value, where).items()
+    }
+
+
+def _decimal(value: Any, where: str) -> Decimal:
+    try:
+        return parse_decimal(value, where)
+    except MoneyError as exc:
+        raise PriceListError(str(exc)) from None
+
+
+def _type_rate(resource_type: str, value: Any) -> TypeRate:
+    where = f"rates.{resource_type}"
+    entry = _object(value, where)
+    _only(entry, _RATE_MEMBERS[resource_type], where)
+    if entry.get("per") != UNITS[resource_type]:
+        raise PriceListError(f"{where}.per must be \"{UNITS[resource_type]}\"")
+    if resource_type == "instance":
+        by_flavor = _decimals(entry.get("by_flavor", {}), f"{where}.by_flavor")
+        by_resources = None
+        if "by_resources" in entry:
+            by_resources = _decimals(entry["by_resources"], f"{where}.by_resources")
+            _only(by_resources, set(INSTANCE_RESOURCES), f"{where}.by_resources")
+            if not by_resources:
+                raise PriceListError(f"{where}.by_resources must name at least one resource")
+        if not by_flavor and by_resources is None:
+            raise PriceListError(f"{where} needs by_flavor or by_resources")
+        return TypeRate(by_flavor=by_flavor, by_resources=by_resources)
+    if "rate" not in entry:
+        raise PriceListError(f"{where}.rate is required")
+    return TypeRate(
+        rate=_decimal(entry["rate"], f"{where}.rate"),
+        type_modifiers=_decimals(entry.get("type_modifiers", {}), f"{where}.type_modifiers"),
+        listener=_decimal(entry.get("listener", "0"), f"{where}.listener"),
+        pool=_decimal(entry.get("pool", "0"), f"{where}.pool"),
+    )
+
+
+def parse(document: Any, label: str = "") -> PriceVersion:
+    """Validate a price list document; raises PriceListError with the reason."""
+    doc = _object(document, "the price list")
+    _only(doc, {"effective_from", "currency", "zero_rated_projects", "rates", "state_modifiers"},
+          "the price list")
+    try:
+        effective_from = parse_timestamp(doc.get("effective_from"))  # type: ignore[arg-type]
+    except TimestampError:
+        raise PriceListError(
+            "effective_from must be an RFC 3339 timestamp with an offset, e.g. 2026-10-01T00:00:00Z"
+        ) from None
+    currency = doc.get("currency")
+    if not isinstance(currency, str) or not _CURRENCY.match(currency):
+        raise PriceListError("currency must be an ISO 4217 code such as \"EUR\"")
+    zero_rated = doc.get("zero_rated_projects", [])
+    if not isinstance(zero_rated, list):
+        raise PriceListError("zero_rated_projects must be a list of project ids")
+    projects = frozenset(_name(p, "a zero_rated_projects entry") for p in zero_rated)
+    rates_doc = _object(doc.get("rates"), "rates")
+    _only(rates_doc, set(UNITS), "rates")
+    rates = {kind: _type_rate(kind, value) for kind, value in rates_doc.items()}
+    modifiers_doc = _object(doc.get("state_modifiers", {}), "state_modifiers")
+    _only(modifiers_doc, set(UNITS), "state_modifiers")
+    state_modifiers = {
+        kind: _decimals(value, f"state_modifiers.{kind}") for kind, value in modifiers_doc.items()
+    }
+    return PriceVersion(
+        label=label,
+        effective_from=effective_from.replace(tzinfo=None),
+        currency=currency,
+        zero_rated_projects=projects,
+        rates=rates,
+        state_modifiers=state_modifiers,
+    )
+
+
+def in_effect(
+    versions: list[PriceVersion], start: dt.datetime, end: dt.datetime
+) -> list[tuple[dt.datetime, dt.datetime, PriceVersion | None]]:
+    """``[start, end)`` cut at version boundaries: each piece with the version in
+    effect over it (None before the first version).  ``versions`` sorted by
+    ``effective_from``."""
+    pieces: list[tuple[dt.datetime, dt.datetime, PriceVersion | None]] = []
+    cursor = start
+    current: PriceVersion | None = None
+    for version in versions:
+        if version.effective_from <= cursor:
+            current = version
+            continue
+        if version.effective_from >= end:
+            break
+        pieces.append((cursor, version.effective_from, current))
+        cursor, current = version.effective_from, version
+    pieces.append((cursor, end, current))
+    return pieces

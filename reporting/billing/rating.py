@@ -1,0 +1,260 @@
+"""Rating: lifecycle intervals to statement lines, as pure functions (no I/O).
+
+One line per lifecycle interval of a project's resources, clipped to the period,
+to *now* (nothing is billed for time that has not happened) and cut at price
+version boundaries.  ``amount`` is quantity × rate × modifier rounded half-even to
+the cent per line; a line Tally cannot rate says why in ``unrated`` and has no
+amount (never a silent zero).  The database computes the same sums for the
+per-project summaries (``reporting.billing.sql_rating``); tests keep both equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from mapping.event import format_timestamp
+from reporting.billing import money
+from reporting.billing.pricelist import INSTANCE_RESOURCES, UNITS, PriceVersion, in_effect
+from reporting.fold import Interval
+
+_ONE = Decimal(1)
+
+
+@dataclasses.dataclass(frozen=True)
+class RatedInterval:
+    """An interval with the identity of its resource."""
+
+    resource_type: str
+    resource_id: str
+    interval: Interval
+
+
+@dataclasses.dataclass(frozen=True)
+class Line:
+    resource_type: str
+    resource_id: str
+    project_id: str
+    state: str | None
+    size: dict[str, Any] | None
+    start: dt.datetime
+    end: dt.datetime
+    event_id: str
+    price_list_version: str | None
+    quantity: Fraction
+    unit: str | None
+    rate: Decimal | None
+    modifier: Decimal | None
+    zero_rated: bool
+    exact_amount: Fraction | None  # None when unrated
+    unrated: str | None
+    # The exact amount rounded half-even to the cent (None when unrated).
+    amount: Decimal | None = dataclasses.field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        amount = None if self.exact_amount is None else money.round_half_even(self.exact_amount)
+        object.__setattr__(self, "amount", amount)
+
+    def as_dict(self) -> dict[str, Any]:
+        amount = self.amount
+        return {
+            "resource_type": self.resource_type,
+            "resource_id": self.resource_id,
+            "state": self.state,
+            "size": self.size,
+            "start": format_timestamp(self.start),
+            "end": format_timestamp(self.end),
+            "event_id": self.event_id,
+            "price_list_version": self.price_list_version,
+            "quantity": money.display(self.quantity),
+            "unit": self.unit,
+            "rate": None if self.rate is None else money.text(self.rate),
+            "modifier": None if self.modifier is None else money.text(self.modifier),
+            "zero_rated": self.zero_rated,
+            "amount_unrounded": (
+                None if self.exact_amount is None else money.display(self.exact_amount)
+            ),
+            "amount": None if amount is None else money.money(amount),
+            "unrated": self.unrated,
+        }
+
+
+def _micros(delta: dt.timedelta) -> int:
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _size_number(size: Mapping[str, Any] | None, member: str) -> Decimal | None:
+    if not size:
+        return None
+    return money.number_to_decimal(size.get(member))
+
+
+def base_rate(
+    resource_type: str, size: Mapping[str, Any] | None, version: PriceVersion
+) -> tuple[Decimal, Decimal] | str:
+    """``(rate per unit, type modifier)`` for a resource of this size, or why it has none."""
+    rates = version.rates.get(resource_type)
+    if rates is None:
+        return f"no rate for resource type {resource_type} in price list {version.label}"
+    if resource_type == "instance":
+        flavor = size.get("flavor") if size else None
+        if isinstance(flavor, str) and flavor in rates.by_flavor:
+            return rates.by_flavor[flavor], _ONE
+        if rates.by_resources is None:
+            return f"no rate for flavor {flavor} in price list {version.label}"
+        total = Decimal(0)
+        for member in INSTANCE_RESOURCES:
+            if member not in rates.by_resources:
+                continue
+            amount = _size_number(size, member)
+            if amount is None:
+                return f"flavor {flavor} has no rate and the size has no {member}"
+            total += amount * rates.by_resources[member]
+        return total, _ONE
+    assert rates.rate is not None
+    if resource_type == "loadbalancer":
+        listeners = _size_number(size, "listeners") or Decimal(0)
+        pools = _size_number(size, "pools") or Decimal(0)
+        return rates.rate + listeners * rates.listener + pools * rates.pool, _ONE
+    modifier = _ONE
+    if resource_type == "volume" and size and isinstance(size.get("type"), str):
+        modifier = rates.type_modifiers.get(size["type"], _ONE)
+    return rates.rate, modifier
+
+
+@dataclasses.dataclass(frozen=True)
+class _Price:
+    """How one (version, type, state, size) is priced: the same for every line of it."""
+
+    factor: Fraction | None  # GB for gb_hour types, 1 otherwise; None: no size_gb
+    rate: Decimal | None
+    modifier: Decimal | None
+    reason: str | None  # why it is unrated (a zero-rated project still owes nothing)
+    per_hour: Fraction | None  # factor x rate x modifier, when rated
+
+
+def _price(resource_type: str, size: Mapping[str, Any] | None, state: str | None,
+           version: PriceVersion | None) -> _Price:
+    factor: Fraction | None = Fraction(1)
+    reason: str | None = None
+    if UNITS.get(resource_type) == "gb_hour":
+        size_gb = _size_number(size, "size_gb")
+        factor = None if size_gb is None else Fraction(size_gb)
+        reason = "the size has no size_gb" if size_gb is None else None
+    priced = base_rate(resource_type, size, version) if version else None
+    if version is None:
+        reason = "no price list in effect"
+    elif isinstance(priced, str):
+        reason = priced
+    if not isinstance(priced, tuple) or version is None:
+        return _Price(factor, None, None, reason, None)
+    rate, type_modifier = priced
+    modifier = type_modifier * version.state_modifiers.get(resource_type, {}).get(
+        state or "", _ONE)
+    if reason is not None or factor is None:
+        return _Price(factor, rate, modifier, reason, None)
+    return _Price(factor, rate, modifier, None, factor * Fraction(rate) * Fraction(modifier))
+
+
+_PriceCache = dict[tuple[Any, ...], _Price]
+
+
+def _cached_price(cache: _PriceCache, resource_type: str, size: Mapping[str, Any] | None,
+                  state: str | None, version: PriceVersion | None) -> _Price:
+    try:
+        key: tuple[Any, ...] = (id(version), resource_type, state,
+                                tuple(sorted(size.items())) if size else None)
+        hash(key)
+    except TypeError:  # a size holding lists or objects: priced without the cache
+        return _price(resource_type, size, state, version)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _price(resource_type, size, state, version)
+    return found
+
+
+def rate_piece(
+    item: RatedInterval,
+    start: dt.datetime,
+    end: dt.datetime,
+    version: PriceVersion | None,
+    cache: _PriceCache | None = None,
+) -> Line:
+    """The line of ``item``'s interval over ``[start, end)``, priced by ``version``."""
+    interval = item.interval
+    micros = _micros(end - start)
+    price = (_cached_price(cache, item.resource_type, interval.size, interval.state, version)
+             if cache is not None
+             else _price(item.resource_type, interval.size, interval.state, version))
+    hours = Fraction(micros, money.MICROS_PER_HOUR)
+    common: dict[str, Any] = {
+        "resource_type": item.resource_type,
+        "resource_id": item.resource_id,
+        "project_id": interval.project_id,
+        "state": interval.state,
+        "size": interval.size,
+        "start": start,
+        "end": end,
+        "event_id": interval.event_id,
+        "price_list_version": version.label if version else None,
+        "unit": UNITS.get(item.resource_type),
+        "quantity": hours * price.factor if price.factor is not None else hours,
+    }
+    if version is not None and interval.project_id in version.zero_rated_projects:
+        # A zero-rated project owes nothing whatever its resources are.
+        return Line(**common, rate=price.rate, modifier=price.modifier,
+                    zero_rated=True, exact_amount=Fraction(0), unrated=None)
+    if price.per_hour is None:
+        return Line(**common, rate=None, modifier=None,
+                    zero_rated=False, exact_amount=None, unrated=price.reason)
+    amount = Fraction(micros * price.per_hour.numerator,
+                      money.MICROS_PER_HOUR * price.per_hour.denominator)
+    return Line(**common, rate=price.rate, modifier=price.modifier,
+                zero_rated=False, exact_amount=amount, unrated=None)
+
+
+def clip(interval: Interval, start: dt.datetime, end: dt.datetime, now: dt.datetime
+         ) -> tuple[dt.datetime, dt.datetime] | None:
+    """The part of ``interval`` inside ``[start, end)`` that has happened by ``now``."""
+    stop = min(end, now) if interval.end is None else min(interval.end, end, now)
+    begin = max(interval.start, start)
+    return (begin, stop) if stop > begin else None
+
+
+def rate_intervals(
+    items: Iterable[RatedInterval],
+    versions: list[PriceVersion],
+    period_start: dt.datetime,
+    period_end: dt.datetime,
+    now: dt.datetime,
+) -> list[Line]:
+    """Every line of ``items`` in ``[period_start, period_end)``, in statement order."""
+    lines: list[Line] = []
+    cache: _PriceCache = {}
+    for item in items:
+        clipped = clip(item.interval, period_start, period_end, now)
+        if clipped is None:
+            continue
+        for start, end, version in in_effect(versions, *clipped):
+            lines.append(rate_piece(item, start, end, version, cache))
+    lines.sort(key=lambda line: (line.resource_type, line.resource_id, line.start))
+    return lines
+
+
+def subtotal(lines: Iterable[Line]) -> Decimal:
+    """The sum of the rounded amounts (unrated lines count nothing)."""
+    return sum((line.amount for line in lines if line.amount is not None), Decimal("0.00"))
+
+
+def resource_amounts(lines: Iterable[Line]) -> dict[tuple[str, str], Decimal]:
+    """Rounded amount per (resource_type, resource_id): what adjustments compare."""
+    totals: dict[tuple[str, str], Decimal] = {}
+    for line in lines:
+        if line.amount is not None:
+            key = (line.resource_type, line.resource_id)
+            totals[key] = totals.get(key, Decimal("0.00")) + line.amount
+    return totals

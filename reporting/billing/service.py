@@ -1,0 +1,145 @@
+"""Statements as the API answers them: frozen for a closed period, computed for an
+open one, and the per-project summaries of a period."""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from reporting.billing import (
+    adjustments,
+    billing_metrics,
+    money,
+    periods,
+    rating,
+    sql_rating,
+    statements,
+)
+from reporting.billing.pricelist import PriceVersion
+from reporting.billing.versions import timeline
+from reporting.db.billing_models import BillingPeriod, ClosedStatement
+from reporting.db.models import ResourceInterval
+
+
+def _empty_closed(cloud: str, project_id: str, period: str, closed: BillingPeriod,
+                  session: Session) -> str:
+    """A project without usage in a closed period: its (deterministic) empty statement."""
+    _start, end = periods.parse(period)
+    document = statements.document(
+        cloud=cloud, project_id=project_id, period=period,
+        currency_code=statements.currency(timeline(session, cloud), end), closed=True,
+        computed_at=closed.closed_at, lines=[], adjustments=[],
+    )
+    return statements.text(document)
+
+
+def statement_text(session: Session, cloud: str, project_id: str, period: str,
+                   now: dt.datetime) -> str:
+    """The statement's JSON text: stored bytes when closed, computed when open."""
+    closed = statements.closed_periods(session, cloud)
+    if period in closed:
+        row = session.get(ClosedStatement, (cloud, period, project_id))
+        if row is not None:
+            return row.body
+        return _empty_closed(cloud, project_id, period, closed[period], session)
+    start, end = periods.parse(period)
+    versions = timeline(session, cloud)
+    lines = rating.rate_intervals(
+        statements.intervals(session, cloud, start, min(end, now), project_id),
+        versions, start, end, now,
+    )
+    found = adjustments.pending(session, cloud, period, closed, versions, now, project_id)
+    billing_metrics.STATEMENTS_COMPUTED.labels(cloud=cloud, kind="project").inc()
+    return statements.text(statements.document(
+        cloud=cloud, project_id=project_id, period=period,
+        currency_code=statements.currency(versions, end), closed=False, computed_at=now,
+        lines=lines, adjustments=found,
+    ))
+
+
+def summaries(session: Session, cloud: str, period: str, after: str | None, limit: int,
+              now: dt.datetime) -> tuple[list[dict[str, Any]], bool]:
+    """Up to ``limit`` project summaries after project ``after``, and whether more follow."""
+    closed = statements.closed_periods(session, cloud)
+    if period in closed:
+        return _closed_summaries(session, cloud, period, after, limit)
+    start, end = periods.parse(period)
+    versions = timeline(session, cloud)
+    pending = adjustments.pending(session, cloud, period, closed, versions, now)
+    extra = sorted({a.project_id for a in pending if after is None or a.project_id > after})
+    if session.get_bind().dialect.name == "postgresql":
+        # One set-based query rates the page's projects and finds them.
+        totals = sql_rating.project_subtotals(session, cloud, versions, start, end, now,
+                                              after, limit + 1)
+    else:
+        totals = _python_subtotals(session, cloud, versions, start, end, now, after, limit + 1)
+    page = sorted(set(totals) | set(extra))[:limit + 1]
+    more = len(page) > limit
+    page = page[:limit]
+    found: dict[str, Decimal] = collections.defaultdict(lambda: Decimal("0.00"))
+    for adjustment in pending:
+        found[adjustment.project_id] += adjustment.amount
+    items = []
+    for project in page:
+        subtotal, unrated = totals.get(project, (Decimal("0.00"), 0))
+        items.append({
+            "project_id": project, "subtotal": money.money(subtotal),
+            "adjustments_total": money.money(found[project]),
+            "total": money.money(subtotal + found[project]), "unrated_lines": unrated,
+        })
+    billing_metrics.STATEMENTS_COMPUTED.labels(cloud=cloud, kind="summary").inc(len(items))
+    return items, more
+
+
+def _python_subtotals(session: Session, cloud: str, versions: list[PriceVersion],
+                      start: dt.datetime, end: dt.datetime, now: dt.datetime,
+                      after: str | None, limit: int) -> dict[str, tuple[Decimal, int]]:
+    """Subtotal and unrated lines of the first ``limit`` projects after ``after``, by
+    the pure rating (PostgreSQL runs ``sql_rating`` instead; the two are tested equal)."""
+    model = ResourceInterval
+    query = (
+        sa.select(model.project_id).distinct()
+        .where(model.cloud == cloud, model.start < min(end, now),
+               sa.or_(model.end.is_(None), model.end > start))
+        .order_by(model.project_id).limit(limit)
+    )
+    if after is not None:
+        query = query.where(model.project_id > after)
+    projects = list(session.execute(query).scalars())
+    if not projects:
+        return {}
+    by_project: dict[str, list[rating.Line]] = collections.defaultdict(list)
+    rows = statements.intervals(session, cloud, start, min(end, now),
+                                projects=(projects[0], projects[-1]))
+    for line in rating.rate_intervals(rows, versions, start, end, now):
+        by_project[line.project_id].append(line)
+    return {
+        project: (rating.subtotal(lines), sum(1 for x in lines if x.unrated is not None))
+        for project, lines in by_project.items()
+    }
+
+
+def _closed_summaries(session: Session, cloud: str, period: str, after: str | None,
+                      limit: int) -> tuple[list[dict[str, Any]], bool]:
+    model = ClosedStatement
+    query = (
+        sa.select(model.project_id, model.subtotal, model.adjustments_total, model.total,
+                  model.unrated_lines)
+        .where(model.cloud == cloud, model.period == period)
+        .order_by(model.project_id).limit(limit + 1)
+    )
+    if after is not None:
+        query = query.where(model.project_id > after)
+    rows = session.execute(query).all()
+    items = [
+        {"project_id": r.project_id, "subtotal": money.money(r.subtotal),
+         "adjustments_total": money.money(r.adjustments_total), "total": money.money(r.total),
+         "unrated_lines": r.unrated_lines}
+        for r in rows[:limit]
+    ]
+    return items, len(rows) > limit

@@ -1,0 +1,154 @@
+"""Statements of one cloud, project and period, computed from the lifecycle intervals.
+
+An open period's statement is computed on request (``provisional``); a closed one is
+the text frozen by its close (``reporting.billing.closing``), answered as stored.
+Both carry the adjustments of earlier closed periods (``reporting.billing.adjustments``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from mapping.event import format_timestamp
+from reporting.billing import money, periods, rating
+from reporting.billing.pricelist import PriceVersion
+from reporting.db.billing_models import BillingPeriod
+from reporting.db.models import ResourceInterval
+from reporting.fold import Interval
+
+ResourceRef = tuple[str, str]  # (resource_type, resource_id)
+_CHUNK = 400
+# Plain rows, not ORM entities: a close reads every interval of a month.
+_COLUMNS = (ResourceInterval.resource_type, ResourceInterval.resource_id,
+            ResourceInterval.start, ResourceInterval.end, ResourceInterval.project_id,
+            ResourceInterval.state, ResourceInterval.size, ResourceInterval.event_id)
+
+
+@dataclasses.dataclass(frozen=True)
+class Adjustment:
+    """A correction of closed period ``source_period`` for one resource of a project."""
+
+    source_period: str
+    project_id: str
+    resource_type: str
+    resource_id: str
+    amount: Decimal
+    event_ids: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "period": self.source_period,
+            "resource_type": self.resource_type,
+            "resource_id": self.resource_id,
+            "amount": money.money(self.amount),
+            "event_ids": self.event_ids,
+        }
+
+
+def closed_periods(session: Session, cloud: str) -> dict[str, BillingPeriod]:
+    query = sa.select(BillingPeriod).where(BillingPeriod.cloud == cloud)
+    return {row.period: row for row in session.execute(query).scalars()}
+
+
+def _overlapping(start: dt.datetime, end: dt.datetime) -> list[sa.ColumnElement[bool]]:
+    model = ResourceInterval
+    return [model.start < end, sa.or_(model.end.is_(None), model.end > start)]
+
+
+def _rated(rows: Iterable[Any]) -> list[rating.RatedInterval]:
+    return [
+        rating.RatedInterval(
+            row.resource_type, row.resource_id,
+            Interval(row.start, row.end, row.project_id, row.state, row.size, row.event_id),
+        )
+        for row in rows
+    ]
+
+
+def intervals(
+    session: Session, cloud: str, start: dt.datetime, end: dt.datetime,
+    project_id: str | None = None, projects: tuple[str, str] | None = None,
+) -> list[rating.RatedInterval]:
+    """The intervals of ``cloud`` overlapping ``[start, end)``, of one project or of the
+    projects in the range ``projects`` (first, last) if given."""
+    model = ResourceInterval
+    query = sa.select(*_COLUMNS).where(model.cloud == cloud, *_overlapping(start, end))
+    if project_id is not None:
+        query = query.where(model.project_id == project_id)
+    if projects is not None:
+        query = query.where(model.project_id >= projects[0], model.project_id <= projects[1])
+    return _rated(session.execute(query))
+
+
+def intervals_of(
+    session: Session, cloud: str, start: dt.datetime, end: dt.datetime,
+    resources: Sequence[ResourceRef],
+) -> list[rating.RatedInterval]:
+    """The intervals of the given resources overlapping ``[start, end)``."""
+    model = ResourceInterval
+    found: list[rating.RatedInterval] = []
+    for index in range(0, len(resources), _CHUNK):
+        chunk = list(resources[index:index + _CHUNK])
+        query = sa.select(*_COLUMNS).where(
+            model.cloud == cloud, *_overlapping(start, end),
+            sa.tuple_(model.resource_type, model.resource_id).in_(chunk),
+        )
+        found.extend(_rated(session.execute(query)))
+    return found
+
+
+def currency(versions: Sequence[PriceVersion], period_end: dt.datetime) -> str | None:
+    """The currency of the version in effect at the end of the period."""
+    in_force = [v for v in versions if v.effective_from < period_end]
+    return in_force[-1].currency if in_force else (versions[0].currency if versions else None)
+
+
+def document(
+    *, cloud: str, project_id: str, period: str, currency_code: str | None, closed: bool,
+    computed_at: dt.datetime, lines: Sequence[rating.Line], adjustments: Sequence[Adjustment],
+) -> dict[str, Any]:
+    """The statement as answered (field order fixed)."""
+    subtotal = rating.subtotal(lines)
+    adjustments_total = sum((a.amount for a in adjustments), Decimal("0.00"))
+    return {
+        "cloud": cloud,
+        "project_id": project_id,
+        "period": period,
+        "currency": currency_code,
+        "status": "closed" if closed else "open",
+        "provisional": not closed,
+        "computed_at": format_timestamp(computed_at),
+        "lines": [line.as_dict() for line in lines],
+        "adjustments": [a.as_dict() for a in adjustments],
+        "subtotal": money.money(subtotal),
+        "adjustments_total": money.money(adjustments_total),
+        "total": money.money(subtotal + adjustments_total),
+        "unrated_lines": sum(1 for line in lines if line.unrated is not None),
+    }
+
+
+def text(statement: dict[str, Any]) -> str:
+    """The one JSON text of a statement (a closed one is stored and served as this)."""
+    return json.dumps(statement, separators=(",", ":"), ensure_ascii=False)
+
+
+def summary(statement: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "project_id": statement["project_id"],
+        "subtotal": statement["subtotal"],
+        "adjustments_total": statement["adjustments_total"],
+        "total": statement["total"],
+        "unrated_lines": statement["unrated_lines"],
+    }
+
+
+def period_bounds(name: str) -> tuple[dt.datetime, dt.datetime]:
+    return periods.parse(name)

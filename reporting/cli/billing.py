@@ -1,0 +1,164 @@
+"""The billing subcommands: ``price-list put|show``, ``statement``, ``period close|list``.
+
+``price-list put`` reads YAML or JSON and keeps every number as the text it was
+written as (``0.020`` stays ``"0.020"``, never a binary float), so amounts reach the
+API exactly as the operator typed them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import yaml
+
+from reporting.cli import table
+from reporting.cli.commands import Output
+from reporting.cli.http import ApiClient
+
+
+class DocumentError(Exception):
+    """A price list file that cannot be read (a usage error, exit 2)."""
+
+
+class _TextScalars(yaml.SafeLoader):
+    """YAML where numbers and timestamps stay the text they were written as."""
+
+
+def _as_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+    return str(loader.construct_scalar(node))  # type: ignore[arg-type]
+
+
+for _tag in ("int", "float", "timestamp"):
+    _TextScalars.add_constructor(f"tag:yaml.org,2002:{_tag}", _as_text)
+
+
+def read_document(path: str) -> Any:
+    """A price list document from a JSON or YAML file, numbers kept as text."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DocumentError(f"cannot read {path}: {exc}") from None
+    try:
+        if path.endswith(".json"):
+            return json.loads(text, parse_float=str, parse_int=str)
+        return yaml.load(text, Loader=_TextScalars)  # noqa: S506 - a SafeLoader subclass
+    except (ValueError, yaml.YAMLError) as exc:
+        raise DocumentError(f"{path} is not valid JSON or YAML: {exc}") from None
+
+
+def _quoted(value: str) -> str:
+    return quote(value, safe="")
+
+
+VERSION_COLUMNS = [table.field(name) for name in (
+    "version", "effective_from", "currency", "created_at", "created_by")]
+
+
+def price_list_put(client: ApiClient, args: argparse.Namespace) -> Output:
+    body = client.put(f"/v1/price-lists/{_quoted(args.cloud)}", read_document(args.file))
+    return Output(body, VERSION_COLUMNS, [body])
+
+
+def price_list_show(client: ApiClient, args: argparse.Namespace) -> Output:
+    items = client.pages(f"/v1/price-lists/{_quoted(args.cloud)}", {}, None)
+    return Output(items, VERSION_COLUMNS, items)
+
+
+LINE_COLUMNS = [table.field(name) for name in (
+    "resource_type", "resource_id", "state", "start", "end", "price_list_version", "quantity",
+    "unit", "rate", "modifier", "amount")] + [
+    ("note", lambda row: row["unrated"] or ("zero-rated" if row["zero_rated"] else None))]
+SUMMARY_COLUMNS = [table.field(name) for name in (
+    "project_id", "subtotal", "adjustments_total", "total", "unrated_lines")]
+
+
+def statement(client: ApiClient, args: argparse.Namespace) -> Output:
+    params = {"cloud": args.cloud, "period": args.period, "project_id": args.project}
+    if args.format == "csv":
+        if args.project is not None:
+            text = client.get_text("/v1/statements", params, "text/csv")
+        else:
+            text = _summary_csv(client, params)
+        return Output(None, [], [], text=text)
+    if args.project is None:
+        items = client.pages("/v1/statements", params, None)
+        return Output(items, SUMMARY_COLUMNS, items)
+    body = client.get("/v1/statements", params)
+    rows = body["lines"] + [
+        {"resource_type": a["resource_type"], "resource_id": a["resource_id"], "state": None,
+         "start": None, "end": None, "price_list_version": None, "quantity": None,
+         "unit": None, "rate": None, "modifier": None, "amount": a["amount"], "unrated": None,
+         "zero_rated": False, "note": f"adjustment of {a['period']}"}
+        for a in body["adjustments"]
+    ]
+    footer = (f"{body['status']}{' (provisional)' if body['provisional'] else ''}  "
+              f"{body['currency'] or ''} subtotal {body['subtotal']}  adjustments "
+              f"{body['adjustments_total']}  total {body['total']}  "
+              f"unrated lines {body['unrated_lines']}")
+    return Output(body, LINE_COLUMNS, rows, footer)
+
+
+def _summary_csv(client: ApiClient, params: dict[str, str | None]) -> str:
+    """Every page of the summaries as one CSV (the header once)."""
+    parts: list[str] = []
+    marker: str | None = None
+    while True:
+        text, marker = client.get_text_page("/v1/statements", {**params, "marker": marker},
+                                            "text/csv")
+        parts.append(text if not parts else text.split("\r\n", 1)[1])
+        if not marker:
+            return "".join(parts)
+
+
+PERIOD_COLUMNS = [table.field(name) for name in (
+    "period", "status", "ended", "closed_at", "closed_by", "cutoff_seq", "cutoff_received_at")]
+
+
+def period_close(client: ApiClient, args: argparse.Namespace) -> Output:
+    body = client.post(f"/v1/periods/{_quoted(args.cloud)}/{_quoted(args.period)}/close", None)
+    return Output(body, PERIOD_COLUMNS, [body])
+
+
+def period_list(client: ApiClient, args: argparse.Namespace) -> Output:
+    items = client.pages(f"/v1/periods/{_quoted(args.cloud)}", {}, None)
+    return Output(items, PERIOD_COLUMNS, items)
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the billing subcommands to the ``tally`` parser."""
+    prices = sub.add_parser("price-list", parents=[common], allow_abbrev=False,
+                            help="price list versions of a cloud (or default)")
+    actions = prices.add_subparsers(dest="action", required=True, metavar="ACTION")
+    put = actions.add_parser("put", parents=[common], allow_abbrev=False,
+                             help="add a version from a YAML or JSON file (admin)")
+    put.add_argument("cloud", help="a cloud, or default")
+    put.add_argument("file")
+    put.set_defaults(handler=price_list_put)
+    show = actions.add_parser("show", parents=[common], allow_abbrev=False,
+                              help="the versions")
+    show.add_argument("cloud", help="a cloud, or default")
+    show.set_defaults(handler=price_list_show)
+
+    stmt = sub.add_parser("statement", parents=[common], allow_abbrev=False,
+                          help="a project's statement of a period, or every project's summary")
+    stmt.add_argument("--cloud", required=True)
+    stmt.add_argument("--period", required=True, metavar="YYYY-MM")
+    stmt.add_argument("--project")
+    stmt.set_defaults(handler=statement, csv_ok=True)
+
+    period = sub.add_parser("period", parents=[common], allow_abbrev=False,
+                            help="close a period (admin), list a cloud's periods")
+    verbs = period.add_subparsers(dest="action", required=True, metavar="ACTION")
+    close = verbs.add_parser("close", parents=[common], allow_abbrev=False,
+                             help="freeze every statement of the period")
+    close.add_argument("cloud")
+    close.add_argument("period", metavar="YYYY-MM")
+    close.set_defaults(handler=period_close)
+    listing = verbs.add_parser("list", parents=[common], allow_abbrev=False,
+                               help="periods with status, who closed them and the cutoff")
+    listing.add_argument("cloud")
+    listing.set_defaults(handler=period_list)

@@ -1,0 +1,130 @@
+"""Typed models of billing: price list versions, closed periods, frozen statements
+and booked adjustments (``docs/statements.md``).
+
+Money is ``NUMERIC`` (exact on PostgreSQL; SQLite keeps the decimal text's value and
+SQLAlchemy hands back ``Decimal``).  A closed statement's document is kept as the
+exact text it was served as, so it is answered byte for byte forever.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, DateTime, Index, Integer, Numeric, String, Text
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from reporting.db.models import Base, BigIntId
+
+
+class Money(TypeDecorator[Decimal]):
+    """Exact money: ``NUMERIC(18, 2)`` on PostgreSQL, decimal text on SQLite (whose
+    NUMERIC affinity would keep a binary float)."""
+
+    impl = Numeric(18, 2)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String(32))
+        return dialect.type_descriptor(Numeric(18, 2))
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        value = Decimal(value)
+        return format(value, "f") if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        return None if value is None else Decimal(value)
+
+
+class PriceListVersion(Base):
+    """One version of a price list; ``name`` is a cloud or ``default``.  Never edited."""
+
+    __tablename__ = "price_list_versions"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    number: Mapped[int] = mapped_column(Integer, primary_key=True)
+    effective_from: Mapped[dt.datetime] = mapped_column(DateTime())
+    currency: Mapped[str] = mapped_column(String(3))
+    document: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime())
+    created_by: Mapped[str] = mapped_column(String(255))
+
+    __table_args__ = (
+        Index("ix_price_list_versions_effective", "name", "effective_from", unique=True),
+    )
+
+
+class BillingPeriod(Base):
+    """A closed period of one cloud; a period without a row is open.  The primary key
+    makes a close happen once however many replicas are asked to close it."""
+
+    __tablename__ = "billing_periods"
+
+    cloud: Mapped[str] = mapped_column(String(255), primary_key=True)
+    period: Mapped[str] = mapped_column(String(7), primary_key=True)  # YYYY-MM
+    status: Mapped[str] = mapped_column(String(16))  # closed
+    closed_at: Mapped[dt.datetime] = mapped_column(DateTime())
+    closed_by: Mapped[str] = mapped_column(String(255))
+    # The last receipt (events.seq) the close included; 0 when no event existed.
+    cutoff_seq: Mapped[int] = mapped_column(BigInteger)
+    cutoff_received_at: Mapped[dt.datetime | None] = mapped_column(DateTime())
+
+
+class ClosedStatement(Base):
+    """The frozen statement of one project in a closed period."""
+
+    __tablename__ = "closed_statements"
+
+    cloud: Mapped[str] = mapped_column(String(255), primary_key=True)
+    period: Mapped[str] = mapped_column(String(7), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    body: Mapped[str] = mapped_column(Text)  # the exact JSON text served
+    subtotal: Mapped[Decimal] = mapped_column(Money())
+    adjustments_total: Mapped[Decimal] = mapped_column(Money())
+    total: Mapped[Decimal] = mapped_column(Money())
+    unrated_lines: Mapped[int] = mapped_column(Integer)
+
+
+class ClosedResourceAmount(Base):
+    """What a closed statement billed for one resource: the base later adjustments
+    are measured against."""
+
+    __tablename__ = "closed_resource_amounts"
+
+    cloud: Mapped[str] = mapped_column(String(255), primary_key=True)
+    period: Mapped[str] = mapped_column(String(7), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    resource_type: Mapped[str] = mapped_column(String(64), primary_key=True)
+    resource_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    amount: Mapped[Decimal] = mapped_column(Money())
+
+
+class BookedAdjustment(Base):
+    """A correction of a closed period (``source_period``) booked on the statement of
+    the period whose close froze it (``period``)."""
+
+    __tablename__ = "billing_adjustments"
+
+    id: Mapped[int] = mapped_column(BigIntId, primary_key=True, autoincrement=True)
+    cloud: Mapped[str] = mapped_column(String(255))
+    period: Mapped[str] = mapped_column(String(7))
+    source_period: Mapped[str] = mapped_column(String(7))
+    project_id: Mapped[str] = mapped_column(String(255))
+    resource_type: Mapped[str] = mapped_column(String(64))
+    resource_id: Mapped[str] = mapped_column(String(255))
+    amount: Mapped[Decimal] = mapped_column(Money())
+    event_ids: Mapped[list[str]] = mapped_column(JSON)
+    # The cutoff of the close that booked it: later events are the next adjustment's.
+    cutoff_seq: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        Index("ix_billing_adjustments_source", "cloud", "source_period", "resource_type",
+              "resource_id"),
+        Index("ix_billing_adjustments_period", "cloud", "period", "project_id"),
+    )

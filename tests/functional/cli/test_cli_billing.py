@@ -1,0 +1,88 @@
+"""``tally price-list``, ``tally statement``, ``tally period`` against a real API."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.functional.billing.history import october
+from tests.functional.cli.conftest import Api
+from tests.functional.cli.test_cli import run, table_rows
+
+PRICES_YAML = """\
+effective_from: 2026-10-01T00:00:00Z
+currency: EUR
+zero_rated_projects: [p-free]
+rates:
+  instance: {per: hour, by_flavor: {m1.small: 0.020}}
+  volume: {per: gb_hour, rate: 0.00010, type_modifiers: {ssd: 1.5}}
+state_modifiers:
+  instance: {shutoff: 0.5}
+"""
+
+
+@pytest.fixture
+def priced(api: Api, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Api:
+    path = tmp_path / "prices.yaml"
+    path.write_text(PRICES_YAML)
+    code, out, _err = run(api, capsys, "--format", "json", "price-list", "put", "default",
+                          str(path))
+    assert code == 0
+    version = json.loads(out)
+    # YAML numbers reach the API as the text written, never as floats
+    assert version["document"]["rates"]["instance"]["by_flavor"]["m1.small"] == "0.020"
+    assert version["document"]["effective_from"] == "2026-10-01T00:00:00Z"
+    api.ingest(october())
+    return api
+
+
+def test_price_list_show_and_a_bad_file(priced: Api, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _err = run(priced, capsys, "price-list", "show", "default")
+    assert code == 0 and table_rows(out)[1][:3] == ["default/1", "2026-10-01T00:00:00.000000Z",
+                                                     "EUR"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"effective_from": "2026-11-01T00:00:00Z", "currency": "EUR", "rates": {}, '
+                   '"oops": 1}')
+    code, _out, err = run(priced, capsys, "price-list", "put", "default", str(bad))
+    assert code == 1 and "400 invalid_price_list" in err and "oops" in err
+    code, _out, err = run(priced, capsys, "price-list", "put", "default", str(tmp_path / "no"))
+    assert code == 2 and "cannot read" in err
+
+
+def test_statement_table_json_csv(priced: Api, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _err = run(priced, capsys, "statement", "--cloud", "c1", "--period", "2026-10",
+                          "--project", "p1")
+    assert code == 0
+    assert "open (provisional)  EUR subtotal 1.66" in out  # one version: inst-b 48 h at 0.020
+    code, out, _err = run(priced, capsys, "--format", "json", "statement", "--cloud", "c1",
+                          "--period", "2026-10", "--project", "p1")
+    lines = json.loads(out)["lines"]
+    code, out, _err = run(priced, capsys, "statement", "--cloud", "c1", "--period", "2026-10",
+                          "--project", "p1", "--format", "csv")
+    assert code == 0
+    assert [r["amount"] for r in csv.DictReader(io.StringIO(out))] == [
+        x["amount"] or "" for x in lines]
+    code, out, _err = run(priced, capsys, "statement", "--cloud", "c1", "--period", "2026-10",
+                          "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [(r["project_id"], r["total"]) for r in rows] == [
+        ("p-free", "0.00"), ("p1", "1.66"), ("p2", "0.48"), ("p3", "0.00")]
+    code, _out, err = run(priced, capsys, "inventory", "--format", "csv")
+    assert code == 2 and "statement" in err
+
+
+def test_period_close_and_list(priced: Api, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _err = run(priced, capsys, "period", "close", "c1", "2026-10")
+    assert code == 0 and table_rows(out)[1][:2] == ["2026-10", "closed"]
+    code, _out, err = run(priced, capsys, "period", "close", "c1", "2999-01")
+    assert code == 1 and "409 period_not_ended" in err
+    code, _out, err = run(priced, capsys, "period", "close", "c1", "2026-10", role="read")
+    assert code == 1 and "403" in err
+    code, out, _err = run(priced, capsys, "--format", "json", "period", "list", "c1")
+    periods = {p["period"]: p["status"] for p in json.loads(out)}
+    assert periods["2026-10"] == "closed" and periods["2026-11"] == "open"
