@@ -7,7 +7,6 @@ Revises: 0009_rejected_raw_json
 from __future__ import annotations
 
 import sqlalchemy as sa
-
 from alembic import op
 
 revision = "0010_price_lists_statements"
