@@ -58,6 +58,10 @@ def test_replays_are_counted_apart_from_arrivals(client: FlaskClient) -> None:
            "platform": "openstack", "cloud": cloud, "resource_type": "instance",
            "resource_id": "i", "project_id": "p", "timestamp": "not a time",
            "source": "collector", "payload": {"state": "active"}}
+    # A refused item counts under its own cloud once the worker knows the cloud.
+    known = dict(bad, event_id="k-" + cloud, timestamp="2026-10-01T00:00:00Z")
+    assert client.post("/v1/events", json={"events": [known]},
+                       headers=auth("ingest")).get_json()["stored"] == 1
     before = _counted(client, "tally_ingest_events", cloud)
     answer = client.post("/v1/events", json={"events": [bad]}, headers=auth("ingest")).get_json()
     assert answer["rejected"] == 1
