@@ -55,6 +55,13 @@ def proxy_server_block(upstream: str, port: int) -> str:
     return text
 
 
+def client_timeout_s() -> int:
+    """The longer of the shipped file's client_header_timeout and client_body_timeout."""
+    found = re.findall(r"(?m)^\s*client_(?:header|body)_timeout (\d+)s;", SHIPPED.read_text())
+    assert len(found) == 2, found
+    return max(int(seconds) for seconds in found)
+
+
 @contextmanager
 def running_nginx(workdir: Path, upstream: str) -> Iterator[str]:
     """A foreground nginx using the shipped server block, everything under ``workdir``."""
@@ -183,3 +190,7 @@ def test_slow_clients_do_not_starve_it_behind_the_shipped_proxy(
             sock.setblocking(False)
             with pytest.raises(BlockingIOError):
                 sock.recv(1)
+        # Then the proxy's timeouts end them (408 in its access log, nothing upstream).
+        for sock in held:
+            sock.settimeout(client_timeout_s() + 10)
+            assert sock.recv(1) == b""
