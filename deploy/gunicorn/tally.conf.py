@@ -43,7 +43,10 @@ wsgi_app = "reporting.wsgi:application"
 bind = [format_bind(*parse_bind(_conf.api.bind))]
 workers = _conf.api.workers
 # gthread: a synchronous sync run holds one thread for up to [sync] budget_s + 15 s
-# while the worker's other threads keep serving ingest and queries.
+# while the worker's other threads keep serving ingest and queries.  A pool thread
+# also reads its request, so a client sending half a request holds one: workers x
+# threads slow clients starve the API.  Serve it behind a buffering proxy
+# (deploy/nginx/tally-reporting.conf, or an ingress; see docs/deployment.md).
 worker_class = "gthread"
 threads = _conf.api.threads
 # At least [sync] budget_s + 15 s (checked above), or gunicorn kills the worker in the
