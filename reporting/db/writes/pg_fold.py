@@ -50,10 +50,10 @@ def _insert(table: sa.Table, name: str, columns: Sequence[str]) -> str:
     )
 
 
-def located_rows(rows: Sequence[tuple[Any, dict[str, Any]]]) -> tuple[str, list[str]]:
-    """The JSON rows and the locator list of ``(locator, values)`` pairs."""
+def located_rows(rows: Sequence[tuple[Any, dict[str, Any]]]) -> tuple[str, str]:
+    """The JSON rows and the locators (an array's text) of ``(locator, values)`` pairs."""
     return (pg_batch.dumps([{"locator": locator, **values} for locator, values in rows]),
-            [locator for locator, _ in rows])
+            pg_batch.array_literal([locator for locator, _ in rows]))
 
 
 def write_fold(session: Session, planned: FoldWrites) -> None:
@@ -64,7 +64,7 @@ def write_fold(session: Session, planned: FoldWrites) -> None:
     if planned.dropped_interval_ids:
         parts.append("dropped AS (DELETE FROM resource_intervals "
                      "WHERE id = ANY(CAST(:dropped AS bigint[])))")
-        params["dropped"] = planned.dropped_interval_ids
+        params["dropped"] = pg_batch.array_literal(planned.dropped_interval_ids)
     if planned.ended_intervals:
         parts.append(located_update(INTERVALS, "ended", ["end"], check="id"))
         params["ended"], params["ended_at"] = located_rows(

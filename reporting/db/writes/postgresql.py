@@ -92,11 +92,14 @@ class PostgresWrites(Writes):
     def lock_resources(self, session: Session, keys: Iterable[ResourceKey]) -> None:
         ids = sorted({_lock_id(key) for key in keys})
         if ids:
-            session.execute(_LOCK, {"ids": ids})
+            session.execute(_LOCK, {"ids": pg_batch.array_literal(ids)})
 
     def _ids_match(self, column: sa.ColumnElement[str], ids: Sequence[str]
                    ) -> Iterable[sa.ColumnElement[bool]]:
-        yield column == sa.any_(sa.bindparam("ids", list(ids), type_=_IDS))
+        # One text parameter cast server-side (pg_batch.array_literal), not a list
+        # psycopg adapts element by element.
+        yield column == sa.any_(sa.cast(
+            sa.bindparam("ids", pg_batch.array_literal(ids), type_=sa.Text), _IDS))
 
     def insert_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
