@@ -86,30 +86,12 @@ def ingest(
 ) -> list[ItemResult]:
     """``ingest_events``; with ``dead_letter=False`` a refused item is only reported
     (a dead-letter replay must not file a second copy of a row that still fails)."""
-    with factory() as session:
-        validator = load_validator(session, items, require_size_schema=require_size_schema,
-                                   known_clouds=known_clouds)
-    checked = validator.check_all(items)
-    valid: list[tuple[int, ValidEvent]] = []
-    rejected: list[_Rejected] = []
-    for index, outcome in enumerate(checked):
-        if isinstance(outcome, str):
-            if dead_letter:
-                rejected.append(_Rejected(index, items[index], outcome))
-        else:
-            valid.append((index, outcome))
-    stored = _store_with_retry(factory, valid, rejected)
-    results = _results(items, checked, valid, stored)
-    _count(items, checked, results, known_clouds, replay=not dead_letter)
-    return results
-
-
-def _store_with_retry(
-    factory: sessionmaker[Session], valid: list[tuple[int, ValidEvent]], rejected: list[_Rejected]
-) -> set[int]:
     for attempt in range(1, _ATTEMPTS + 1):
         try:
-            return _store(factory, valid, rejected)
+            checked, valid, stored = _check_and_store(
+                factory, items, require_size_schema=require_size_schema,
+                dead_letter=dead_letter, known_clouds=known_clouds)
+            break
         except sa.exc.OperationalError as exc:
             with factory() as session:
                 retryable = writes.of(session).retryable(exc)
@@ -117,62 +99,89 @@ def _store_with_retry(
                 raise
             LOG.warning("ingest transaction aborted (%s), retrying (attempt %s)", exc.orig, attempt)
             time.sleep(0.01 * attempt)
-    raise AssertionError("unreachable")
+    results = _results(items, checked, valid, stored)
+    _count(items, checked, results, known_clouds, replay=not dead_letter)
+    return results
 
 
-def _store(
-    factory: sessionmaker[Session], valid: list[tuple[int, ValidEvent]], rejected: list[_Rejected]
-) -> set[int]:
-    """One write transaction; answers the indexes of the items stored."""
+def _check_and_store(
+    factory: sessionmaker[Session], items: Sequence[Any], *, require_size_schema: bool,
+    dead_letter: bool, known_clouds: frozenset[str] | None,
+) -> tuple[list[ValidEvent | str], list[tuple[int, ValidEvent]], set[int]]:
+    """One session and one write transaction: read the schemas, check the items,
+    store the valid ones and dead-letter the others.  Answers the check of every
+    item, the valid ones and the indexes of those stored.
+
+    Checking inside the transaction costs no lock (reading the schemas takes none;
+    the events insert takes the first) and saves a connection checkout, its ping
+    and its reset per request."""
     received_at = utcnow()
+    with factory() as session, session.begin():
+        validator = load_validator(session, items, require_size_schema=require_size_schema,
+                                   known_clouds=known_clouds)
+        checked = validator.check_all(items)
+        valid: list[tuple[int, ValidEvent]] = []
+        rejected: list[_Rejected] = []
+        for index, outcome in enumerate(checked):
+            if isinstance(outcome, str):
+                if dead_letter:
+                    rejected.append(_Rejected(index, items[index], outcome))
+            else:
+                valid.append((index, outcome))
+        stored = _store(session, received_at, valid, rejected)
+    return checked, valid, stored
+
+
+def _store(session: Session, received_at: dt.datetime, valid: list[tuple[int, ValidEvent]],
+           rejected: list[_Rejected]) -> set[int]:
+    """The writes of one transaction; answers the indexes of the items stored."""
     first_of: dict[str, int] = {}
     for index, event in valid:
         first_of.setdefault(event.event_id, index)
     to_insert = [(i, e) for i, e in valid if first_of[e.event_id] == i]
     stored: set[int] = set()
-    with factory() as session, session.begin():
-        seam = writes.of(session)
-        # Before drawing receipt numbers: a period close waits for this transaction.
-        billing_locks.hold_ingest_share(session)
-        if to_insert:
-            seqs = seam.insert_events(session, [e.row(received_at) for _, e in to_insert])
-            new_events: dict[projection.ResourceKey, list[fold.FoldEvent]] = (
-                collections.defaultdict(list)
-            )
-            for index, event in to_insert:
-                seq = seqs.get(event.event_id)
-                if seq is None:
-                    continue
-                stored.add(index)
-                new_events[event.resource_key].append(
-                    fold.FoldEvent(
-                        event_id=event.event_id,
-                        event_type=event.event_type,
-                        project_id=event.project_id,
-                        timestamp=event.timestamp,
-                        payload=event.payload,
-                        seq=seq,
-                    )
+    seam = writes.of(session)
+    # Before drawing receipt numbers: a period close waits for this transaction.
+    billing_locks.hold_ingest_share(session)
+    if to_insert:
+        seqs = seam.insert_events(session, [e.row(received_at) for _, e in to_insert])
+        new_events: dict[projection.ResourceKey, list[fold.FoldEvent]] = (
+            collections.defaultdict(list)
+        )
+        for index, event in to_insert:
+            seq = seqs.get(event.event_id)
+            if seq is None:
+                continue
+            stored.add(index)
+            new_events[event.resource_key].append(
+                fold.FoldEvent(
+                    event_id=event.event_id,
+                    event_type=event.event_type,
+                    project_id=event.project_id,
+                    timestamp=event.timestamp,
+                    payload=event.payload,
+                    seq=seq,
                 )
-            if new_events:
-                seam.lock_resources(session, new_events)
-                projection.project(session, seam, new_events)
-        if rejected:
-            seam.insert_rejected(
-                session,
-                [
-                    {
-                        "received_at": received_at,
-                        "cloud": _readable(r.item, "cloud"),
-                        "event_id": _readable(r.item, "event_id"),
-                        "reason": r.reason,
-                        "raw": storable_copy(r.item),
-                        "raw_json": exact_text(r.item),
-                        "replayed_at": None,
-                    }
-                    for r in rejected
-                ],
             )
+        if new_events:
+            seam.lock_resources(session, new_events)
+            projection.project(session, seam, new_events)
+    if rejected:
+        seam.insert_rejected(
+            session,
+            [
+                {
+                    "received_at": received_at,
+                    "cloud": _readable(r.item, "cloud"),
+                    "event_id": _readable(r.item, "event_id"),
+                    "reason": r.reason,
+                    "raw": storable_copy(r.item),
+                    "raw_json": exact_text(r.item),
+                    "replayed_at": None,
+                }
+                for r in rejected
+            ],
+        )
     return stored
 
 

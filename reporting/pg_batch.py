@@ -8,8 +8,9 @@ bind parameters adapted one by one (the ingest hot path).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -37,12 +38,28 @@ def dumps(rows: Sequence[dict[str, Any]]) -> str:
         return json.dumps(rows, default=_default, separators=(",", ":"))
 
 
+def array_literal(values: Iterable[str | int]) -> str:
+    """``values`` as the text of a PostgreSQL array, for a ``CAST(:p AS type[])``
+    parameter: psycopg adapts a list element by element in Python, which cost a
+    tenth of a batch's Python time for the ids, locks and locators of the fold.
+    Every element is quoted (a comma, brace, space or the word NULL stays data)."""
+    return "{" + ",".join(
+        '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"' for value in values
+    ) + "}"
+
+
 def _quoted(name: str) -> str:
     return f'"{name}"'
 
 
 def column_definitions(table: sa.Table, columns: Sequence[str]) -> str:
     """``"col" type, ...`` of ``columns`` of ``table``, as a recordset declares them."""
+    return _definitions(table, tuple(columns))
+
+
+@functools.lru_cache(maxsize=256)
+def _definitions(table: sa.Table, columns: tuple[str, ...]) -> str:
+    # Compiling the types costs more than a batch's statement text: once per shape.
     return ", ".join(f"{_quoted(c)} {table.c[c].type.compile(dialect=_DIALECT)}" for c in columns)
 
 

@@ -14,14 +14,13 @@ resource's history and nothing else.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from reporting import fold
-from reporting.db.writes.base import HeldResource, OpenInterval, ResourceKey, Writes
+from reporting.db.writes.base import FoldWrites, HeldResource, ResourceKey, Writes
 
 __all__ = ["ResourceKey", "project"]
 
@@ -60,26 +59,6 @@ def _interval_values(key: ResourceKey, interval: fold.Interval) -> dict[str, Any
     }
 
 
-@dataclasses.dataclass
-class _Writes:
-    """Everything one project() call writes, issued as a few set-based statements."""
-
-    new_rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    changed_rows: list[tuple[HeldResource, dict[str, Any]]] = dataclasses.field(
-        default_factory=list)
-    new_intervals: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    ended_intervals: list[tuple[OpenInterval, Any]] = dataclasses.field(default_factory=list)
-    dropped_interval_ids: list[int] = dataclasses.field(default_factory=list)
-    replayed: list[ResourceKey] = dataclasses.field(default_factory=list)
-
-    def flush(self, session: Session, writes: Writes) -> None:
-        writes.drop_intervals(session, self.dropped_interval_ids)
-        writes.end_intervals(session, self.ended_intervals)
-        writes.replace_intervals(session, self.replayed, self.new_intervals)
-        writes.update_rows(session, self.changed_rows)
-        writes.insert_rows(session, self.new_rows)
-
-
 def project(session: Session, writes: Writes,
             new_events: Mapping[ResourceKey, list[fold.FoldEvent]]) -> None:
     """Fold ``new_events`` (just inserted, resources locked) into the projection."""
@@ -92,7 +71,7 @@ def project(session: Session, writes: Writes,
             held[key].state.last_event_at, held[key].state.last_event_seq)
     ]
     histories = writes.histories(session, late) if late else {}
-    planned = _Writes()
+    planned = FoldWrites()
     for key in keys:
         if key in histories:
             state = _replay(key, histories[key], planned)
@@ -102,11 +81,11 @@ def project(session: Session, writes: Writes,
             planned.changed_rows.append((held[key], _row_values(key, state)))
         else:
             planned.new_rows.append(_row_values(key, state))
-    planned.flush(session, writes)
+    writes.write_fold(session, planned)
 
 
 def _extend(key: ResourceKey, held: HeldResource | None, events: list[fold.FoldEvent],
-            planned: _Writes) -> fold.ResourceState:
+            planned: FoldWrites) -> fold.ResourceState:
     """O(new events): apply them (in fold order) to the row and extend the open
     interval; answers the new row."""
     state = held.state if held is not None else None
@@ -135,7 +114,7 @@ def _extend(key: ResourceKey, held: HeldResource | None, events: list[fold.FoldE
     return state
 
 
-def _replay(key: ResourceKey, history: list[fold.FoldEvent], planned: _Writes
+def _replay(key: ResourceKey, history: list[fold.FoldEvent], planned: FoldWrites
             ) -> fold.ResourceState:
     """O(this resource's history): refold it and rewrite its lifecycle; answers the row."""
     state, intervals = fold.fold(history)

@@ -72,6 +72,20 @@ class HeldResource:
     locator: Any = None  # where the seam finds the row again (PostgreSQL: its ctid)
 
 
+@dataclasses.dataclass
+class FoldWrites:
+    """Everything one fold of a batch writes (``Writes.write_fold``)."""
+
+    new_rows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    changed_rows: list[tuple[HeldResource, dict[str, Any]]] = dataclasses.field(
+        default_factory=list)
+    new_intervals: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    ended_intervals: list[tuple[OpenInterval, dt.datetime]] = dataclasses.field(
+        default_factory=list)
+    dropped_interval_ids: list[int] = dataclasses.field(default_factory=list)
+    replayed: list[ResourceKey] = dataclasses.field(default_factory=list)
+
+
 def by_type(keys: Iterable[ResourceKey]) -> dict[TypeKey, list[str]]:
     """Resource ids grouped by (platform, cloud, resource_type), each list sorted."""
     grouped: dict[TypeKey, list[str]] = {}
@@ -219,13 +233,27 @@ class Writes(abc.ABC):
                           intervals: Sequence[dict[str, Any]]) -> None:
         """Delete every interval of the ``replayed`` resources, then insert
         ``intervals`` (``INTERVAL_COLUMNS``, of any resource)."""
+        self.delete_intervals_of(session, replayed)
+        self.insert_intervals(session, intervals)
+
+    def delete_intervals_of(self, session: Session, keys: Iterable[ResourceKey]) -> None:
+        """Delete every interval of the resources ``keys``."""
         ri = INTERVALS.c
-        for group, ids in by_type(replayed).items():
+        for group, ids in by_type(keys).items():
             for match in self._ids_match(ri.resource_id, ids):
                 session.execute(sa.delete(INTERVALS).where(
                     ri.platform == group[0], ri.cloud == group[1], ri.resource_type == group[2],
                     match))
-        self.insert_intervals(session, intervals)
+
+    def write_fold(self, session: Session, planned: FoldWrites) -> None:
+        """Write a batch's fold: drop and end open intervals, replace the intervals
+        of the replayed resources, insert the new intervals, update the held rows and
+        insert the new ones (the resources locked since ``held_resources``)."""
+        self.drop_intervals(session, planned.dropped_interval_ids)
+        self.end_intervals(session, planned.ended_intervals)
+        self.replace_intervals(session, planned.replayed, planned.new_intervals)
+        self.update_rows(session, planned.changed_rows)
+        self.insert_rows(session, planned.new_rows)
 
     # --- reconciliation, resource types, usage ----------------------------------------------
 

@@ -23,12 +23,14 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from reporting import pg_batch
+from reporting.db.writes import pg_fold
 from reporting.db.writes.base import (
     CURRENT,
     EVENT_COLUMNS,
     EVENTS,
     INTERVALS,
     KEY_NAMES,
+    FoldWrites,
     HeldResource,
     OpenInterval,
     ResourceKey,
@@ -65,21 +67,15 @@ def _lock_id(key: ResourceKey) -> int:
 
 def _update_located(session: Session, table: sa.Table,
                     rows: Sequence[tuple[Any, dict[str, Any]]], check: str) -> None:
-    """UPDATE rows found by the ctid read under the same locks: a TID scan per row,
-    whatever plan statistics would give a join on the key.  ``check`` (a key column
-    the values carry) must match too: a row found elsewhere is an error, not a write."""
+    """UPDATE rows where the read under the same locks found them (a TID scan)."""
     columns = [c for c in rows[0][1] if c not in KEY_NAMES and c != check]
-    definitions = pg_batch.column_definitions(table, [check, *columns])
-    assignments = ", ".join(f'"{c}" = r."{c}"' for c in columns)
-    statement = sa.text(
-        f"UPDATE {table.name} AS t SET {assignments} "  # noqa: S608 - names from the model
-        f"FROM json_to_recordset(CAST(:batch AS json)) AS r(locator tid, {definitions}) "
-        f'WHERE t.ctid = r.locator AND t."{check}" = r."{check}"'
-    )
-    batch = [{"locator": locator, **values} for locator, values in rows]
-    updated = session.execute(statement, {"batch": pg_batch.dumps(batch)})
-    if updated.rowcount != len(rows):  # type: ignore[attr-defined]
-        raise RuntimeError(f"{table.name}: {updated.rowcount} of {len(rows)} rows "  # type: ignore[attr-defined]
+    statement = (f"WITH {pg_fold.located_update(table, 'located', columns, check)} "  # noqa: S608
+                 "SELECT count(*) FROM located")
+    batch, locators = pg_fold.located_rows(rows)
+    updated = session.execute(sa.text(statement),
+                              {"located": batch, "located_at": locators}).scalar_one()
+    if updated != len(rows):
+        raise RuntimeError(f"{table.name}: {updated} of {len(rows)} rows "
                            "found where they were read")
 
 
@@ -96,11 +92,14 @@ class PostgresWrites(Writes):
     def lock_resources(self, session: Session, keys: Iterable[ResourceKey]) -> None:
         ids = sorted({_lock_id(key) for key in keys})
         if ids:
-            session.execute(_LOCK, {"ids": ids})
+            session.execute(_LOCK, {"ids": pg_batch.array_literal(ids)})
 
     def _ids_match(self, column: sa.ColumnElement[str], ids: Sequence[str]
                    ) -> Iterable[sa.ColumnElement[bool]]:
-        yield column == sa.any_(sa.bindparam("ids", list(ids), type_=_IDS))
+        # One text parameter cast server-side (pg_batch.array_literal), not a list
+        # psycopg adapts element by element.
+        yield column == sa.any_(sa.cast(
+            sa.bindparam("ids", pg_batch.array_literal(ids), type_=sa.Text), _IDS))
 
     def insert_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
@@ -125,6 +124,13 @@ class PostgresWrites(Writes):
     def insert_intervals(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
             pg_batch.insert(session, INTERVALS, rows)
+
+    def write_fold(self, session: Session, planned: FoldWrites) -> None:
+        # One statement for every write located by the read (pg_fold); the
+        # replayed resources' intervals go first, found by key.
+        if planned.replayed:
+            self.delete_intervals_of(session, planned.replayed)
+        pg_fold.write_fold(session, planned)
 
     def _insert(self, table: sa.Table) -> Any:
         return postgresql.insert(table)

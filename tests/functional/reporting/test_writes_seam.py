@@ -25,7 +25,7 @@ from reporting.db.models import (
     SizeName,
     SyncSighting,
 )
-from reporting.db.writes.base import STATE_COLUMNS, OpenInterval, Writes
+from reporting.db.writes.base import STATE_COLUMNS, FoldWrites, OpenInterval, Writes
 from reporting.queries.usage_store import epoch_micros
 
 T0 = dt.datetime(2026, 1, 1)
@@ -183,6 +183,77 @@ def test_rows_update_and_intervals_end_drop_and_replace(
         seam.drop_intervals(session, ids)
         assert session.execute(sa.select(sa.func.count()).select_from(ResourceInterval)
                                ).scalar() == 0
+
+
+def test_write_fold_writes_every_kind_at_once(
+        factory: sessionmaker[Session], seam: Writes) -> None:
+    # One batch's fold: a held row updated and its interval ended, another held
+    # row's interval dropped, a replayed resource's intervals replaced, a new row.
+    with factory.begin() as session:
+        seam.insert_rows(session, [row("vm-1", state(1)), row("vm-2", state(1)),
+                                   row("vm-3", state(1))])
+        seam.insert_intervals(session, [interval("vm-1", 0, None, "e0"),
+                                        interval("vm-2", 0, None, "e0"),
+                                        interval("vm-3", 0, 1, "e0"),
+                                        interval("vm-3", 1, None, "e1")])
+    with factory.begin() as session:
+        held = seam.held_resources(session, [key("vm-1"), key("vm-2"), key("vm-3")])
+        ended, dropped = held[key("vm-1")].open_interval, held[key("vm-2")].open_interval
+        assert ended is not None and dropped is not None
+        seam.write_fold(session, FoldWrites(
+            new_rows=[row("vm-4", state(9))],
+            changed_rows=[(held[key(r)], row(r, state(8, live=r != "vm-2")))
+                          for r in ("vm-1", "vm-2", "vm-3")],
+            new_intervals=[interval("vm-1", 8, None, "e8"), interval("vm-3", 0, None, "e0"),
+                           interval("vm-4", 9, None, "e9")],
+            ended_intervals=[(ended, T0 + dt.timedelta(minutes=8))],
+            dropped_interval_ids=[dropped.id],
+            replayed=[key("vm-3")],
+        ))
+    with factory() as session:
+        rows = session.execute(sa.select(CurrentResource.resource_id, CurrentResource.live,
+                                          CurrentResource.last_event_seq)
+                               .order_by(CurrentResource.resource_id)).all()
+        got = session.execute(sa.select(ResourceInterval.resource_id, ResourceInterval.start,
+                                        ResourceInterval.end, ResourceInterval.event_id)
+                              .order_by(ResourceInterval.resource_id, ResourceInterval.start)
+                              ).all()
+    assert [tuple(r) for r in rows] == [("vm-1", True, 8), ("vm-2", False, 8),
+                                        ("vm-3", True, 8), ("vm-4", True, 9)]
+    minutes = dt.timedelta(minutes=1)
+    assert [tuple(g) for g in got] == [("vm-1", T0, T0 + 8 * minutes, "e0"),
+                                       ("vm-1", T0 + 8 * minutes, None, "e8"),
+                                       ("vm-3", T0, None, "e0"),
+                                       ("vm-4", T0 + 9 * minutes, None, "e9")]
+
+
+def test_write_fold_refuses_a_row_no_longer_where_it_was_read(
+        factory: sessionmaker[Session], seam: Writes, db_url: str) -> None:
+    with factory.begin() as session:
+        seam.insert_rows(session, [row("vm-1", state(1))])
+    with factory.begin() as session:
+        held = seam.held_resources(session, [key("vm-1")])[key("vm-1")]
+    with factory.begin() as session:  # another writer moved the row since the read
+        seam.update_rows(session, [(held, row("vm-1", state(2)))])
+    if db_url.startswith("sqlite"):
+        return  # SQLite finds rows by key, wherever they are
+    with factory() as session, session.begin(), pytest.raises(RuntimeError, match="rows found"):
+        seam.write_fold(session, FoldWrites(changed_rows=[(held, row("vm-1", state(3)))]))
+
+
+def test_lookups_by_id_keep_ids_that_look_like_array_syntax(
+        factory: sessionmaker[Session], seam: Writes) -> None:
+    odd = ['vm "1"', "vm\\2", "vm,3", "{vm4}", "NULL", " vm5 ", "vm-ü"]
+    with factory.begin() as session:
+        seam.insert_rows(session, [row(r, state(1)) for r in odd])
+        seam.insert_intervals(session, [interval(r, 0, None, "e0") for r in odd])
+        seam.insert_events(session, [event_row(f"e-{n}", r, 0) for n, r in enumerate(odd)])
+    with factory.begin() as session:
+        held = seam.held_resources(session, [key(r) for r in odd])
+        seam.lock_resources(session, [key(r) for r in odd])
+        assert sorted(k[3] for k in held) == sorted(odd)
+        assert all(h.open_interval is not None for h in held.values())
+        assert sorted(k[3] for k in seam.histories(session, [key(r) for r in odd])) == sorted(odd)
 
 
 def test_lock_resources_is_taken_in_a_write_transaction(

@@ -1,0 +1,95 @@
+"""A batch's fold written in ONE PostgreSQL statement (``PostgresWrites.write_fold``).
+
+Each kind of write is a data-modifying CTE of the same statement: held rows and
+open intervals are updated where ``held_resources`` read them (``ctid = ANY(...)``,
+a TID scan whatever the table's size or statistics), new intervals and rows are
+inserted from one JSON parameter each.  One round trip, one parse and one plan
+instead of five; the CTEs all see the statement's snapshot, and they touch
+disjoint rows (an interval is ended, dropped or new, never two of them).
+
+The replayed resources' intervals are deleted by the caller beforehand: that
+delete reads by key, not by location.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from reporting import pg_batch
+from reporting.db.writes.base import CURRENT, INTERVALS, KEY_NAMES, FoldWrites
+
+
+def _names(columns: Sequence[str]) -> str:
+    return ", ".join(f'"{c}"' for c in columns)
+
+
+def located_update(table: sa.Table, name: str, columns: Sequence[str], check: str) -> str:
+    """A CTE ``name`` updating ``columns`` of the rows at the locators ``:{name}_at``
+    from the JSON rows ``:{name}`` (each with its locator and ``check``, a column
+    that must match too: a row found elsewhere is not written)."""
+    definitions = pg_batch.column_definitions(table, [check, *columns])
+    assignments = ", ".join(f'"{c}" = r."{c}"' for c in columns)
+    return (
+        f"{name} AS (UPDATE {table.name} AS t SET {assignments} "  # noqa: S608 - model names
+        f"FROM json_to_recordset(CAST(:{name} AS json)) AS r(locator tid, {definitions}) "
+        f"WHERE t.ctid = ANY(CAST(:{name}_at AS tid[])) AND t.ctid = r.locator "
+        f'AND t."{check}" = r."{check}" RETURNING 1)'
+    )
+
+
+def _insert(table: sa.Table, name: str, columns: Sequence[str]) -> str:
+    return (
+        f"{name} AS (INSERT INTO {table.name} ({_names(columns)}) "  # noqa: S608 - model names
+        f"SELECT {_names(columns)} FROM "
+        f"json_to_recordset(CAST(:{name} AS json)) AS r("
+        f"{pg_batch.column_definitions(table, columns)}) RETURNING 1)"
+    )
+
+
+def located_rows(rows: Sequence[tuple[Any, dict[str, Any]]]) -> tuple[str, str]:
+    """The JSON rows and the locators (an array's text) of ``(locator, values)`` pairs."""
+    return (pg_batch.dumps([{"locator": locator, **values} for locator, values in rows]),
+            pg_batch.array_literal([locator for locator, _ in rows]))
+
+
+def write_fold(session: Session, planned: FoldWrites) -> None:
+    """Every write of ``planned`` but the replayed resources' deletes, in one statement."""
+    parts: list[str] = []
+    params: dict[str, Any] = {}
+    counted: dict[str, int] = {}
+    if planned.dropped_interval_ids:
+        parts.append("dropped AS (DELETE FROM resource_intervals "
+                     "WHERE id = ANY(CAST(:dropped AS bigint[])))")
+        params["dropped"] = pg_batch.array_literal(planned.dropped_interval_ids)
+    if planned.ended_intervals:
+        parts.append(located_update(INTERVALS, "ended", ["end"], check="id"))
+        params["ended"], params["ended_at"] = located_rows(
+            [(opened.locator, {"id": opened.id, "end": end})
+             for opened, end in planned.ended_intervals])
+        counted["ended"] = len(planned.ended_intervals)
+    if planned.new_intervals:
+        parts.append(_insert(INTERVALS, "opened", list(planned.new_intervals[0])))
+        params["opened"] = pg_batch.dumps(planned.new_intervals)
+    if planned.changed_rows:
+        columns = [c for c in planned.changed_rows[0][1]
+                   if c not in KEY_NAMES and c != "resource_id"]
+        parts.append(located_update(CURRENT, "changed", columns, check="resource_id"))
+        params["changed"], params["changed_at"] = located_rows(
+            [(held.locator, row) for held, row in planned.changed_rows])
+        counted["changed"] = len(planned.changed_rows)
+    if planned.new_rows:
+        parts.append(_insert(CURRENT, "added", list(planned.new_rows[0])))
+        params["added"] = pg_batch.dumps(planned.new_rows)
+    if not parts:
+        return
+    counts = ", ".join(f"(SELECT count(*) FROM {name})"  # noqa: S608 - our CTE names
+                       for name in counted) or "1"
+    statement = f"WITH {', '.join(parts)} SELECT {counts}"
+    found = session.execute(sa.text(statement), params).one()
+    for (name, expected), written in zip(counted.items(), found, strict=False):
+        if written != expected:
+            raise RuntimeError(f"{name}: {written} of {expected} rows found where they were read")
