@@ -17,6 +17,7 @@ from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.billing import locks, versions
 from reporting.billing.pricelist import PriceListError
+from reporting.db import writes
 from reporting.db.session import db_session
 from reporting.ingest import utcnow
 from reporting.queries import params
@@ -31,9 +32,9 @@ def put_price_list(cloud: str) -> Any:
     document = json_object()
     session = db_session()
     with session.begin():
-        locks.begin_write(session)
-        if session.get_bind().dialect.name == "postgresql":
-            locks.xact_lock(session, locks.PRICES_KEY)
+        seam = writes.of(session)
+        seam.begin_write(session)
+        seam.xact_lock(session, locks.PRICES_KEY)
         try:
             row = versions.add(session, name, document, caller_name(), utcnow())
         except PriceListError as exc:

@@ -17,11 +17,11 @@ from reporting.billing import (
     money,
     periods,
     rating,
-    sql_rating,
     statements,
 )
 from reporting.billing.pricelist import PriceVersion
 from reporting.billing.versions import timeline
+from reporting.db import writes
 from reporting.db.billing_models import BillingPeriod, ClosedStatement
 from reporting.db.models import ResourceInterval
 
@@ -72,11 +72,10 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
     versions = timeline(session, cloud)
     pending = adjustments.pending(session, cloud, period, closed, versions, now)
     extra = sorted({a.project_id for a in pending if after is None or a.project_id > after})
-    if session.get_bind().dialect.name == "postgresql":
-        # One set-based query rates the page's projects and finds them.
-        totals = sql_rating.project_subtotals(session, cloud, versions, start, end, now,
-                                              after, limit + 1)
-    else:
+    # Where the database can, one set-based query rates the page's projects and finds them.
+    totals = writes.of(session).project_subtotals(session, cloud, versions, start, end, now,
+                                                  after, limit + 1)
+    if totals is None:
         totals = _python_subtotals(session, cloud, versions, start, end, now, after, limit + 1)
     page = sorted(set(totals) | set(extra))[:limit + 1]
     more = len(page) > limit
@@ -100,7 +99,8 @@ def _python_subtotals(session: Session, cloud: str, versions: list[PriceVersion]
                       start: dt.datetime, end: dt.datetime, now: dt.datetime,
                       after: str | None, limit: int) -> dict[str, tuple[Decimal, int]]:
     """Subtotal and unrated lines of the first ``limit`` projects after ``after``, by
-    the pure rating (PostgreSQL runs ``sql_rating`` instead; the two are tested equal)."""
+    the pure rating (PostgreSQL runs ``sql_rating`` instead, the seam's
+    ``project_subtotals``; the two are tested equal)."""
     model = ResourceInterval
     query = (
         sa.select(model.project_id).distinct()
