@@ -15,6 +15,7 @@ from reporting.api.auth import require_role
 from reporting.api.billing_common import caller_name, cloud_path
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
+from reporting.api.project_scope import require_project_read
 from reporting.billing import locks, versions
 from reporting.billing.pricelist import PriceListError
 from reporting.db import writes
@@ -45,7 +46,7 @@ def put_price_list(cloud: str) -> Any:
 
 
 @bp.get("/v1/price-lists/<cloud>")
-@require_role("read")
+@require_project_read  # cloud-wide facts: a project reader may read them too
 def get_price_list(cloud: str) -> Any:
     name = cloud_path(cloud)
     params.only(request.args, frozenset({"limit", "marker"}))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -60,6 +61,22 @@ def statement_text(session: Session, cloud: str, project_id: str, period: str,
         currency_code=statements.currency(versions, end), closed=False, computed_at=now,
         lines=lines, adjustments=found,
     ))
+
+
+def project_summaries(session: Session, cloud: str, period: str, projects: frozenset[str],
+                      after: str | None, limit: int, now: dt.datetime
+                      ) -> tuple[list[dict[str, Any]], bool]:
+    """The summaries of ``projects`` only (a project reader's list): each from the
+    project's statement, listed when it has a line or an adjustment, as ``summaries``
+    lists it."""
+    items: list[dict[str, Any]] = []
+    for project in sorted(p for p in projects if after is None or p > after):
+        document = json.loads(statement_text(session, cloud, project, period, now))
+        if document["lines"] or document["adjustments"]:
+            items.append(statements.summary(document))
+            if len(items) > limit:
+                break
+    return items[:limit], len(items) > limit
 
 
 def summaries(session: Session, cloud: str, period: str, after: str | None, limit: int,
