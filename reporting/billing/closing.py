@@ -46,6 +46,8 @@ class Closed:
     created: bool
     frozen: int = 0
     adjustments: Sequence[statements.Adjustment] = ()
+    billed: Decimal = Decimal("0.00")  # the sum of the frozen statements' totals
+    currency: str | None = None
 
 
 def close(factory: sessionmaker[Session], cloud: str, period: str, who: str,
@@ -64,7 +66,8 @@ def close(factory: sessionmaker[Session], cloud: str, period: str, who: str,
             result = _close_in(session, cloud, period, who, now, cutoff)
             session.commit()
     if result.created:
-        billing_metrics.record_close(cloud, result.frozen, result.adjustments)
+        billing_metrics.record_close(cloud, result.frozen, result.adjustments, result.billed,
+                                    result.currency)
     return result
 
 
@@ -134,4 +137,6 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
             for a in found
         ])
     session.flush()
-    return Closed(row, created=True, frozen=len(frozen), adjustments=found)
+    billed = sum((Decimal(str(f["total"])) for f in frozen), Decimal("0.00"))
+    return Closed(row, created=True, frozen=len(frozen), adjustments=found, billed=billed,
+                  currency=code)
