@@ -114,7 +114,8 @@ def billing_paths() -> dict[str, Any]:
         "/v1/price-lists/{cloud}": {
             "get": {
                 **_TAGS, "operationId": "listPriceListVersions",
-                "summary": "The versions of a price list (role read); `default` prices "
+                "summary": "The versions of a price list (role read or project_reader: prices are "
+                "cloud-wide); `default` prices "
                 "every cloud without a list of its own.",
                 "parameters": [path("cloud"), param_ref("limit"), param_ref("marker")],
                 "responses": {"200": json_body(ref("PriceListVersions"), "The versions."),
@@ -133,12 +134,14 @@ def billing_paths() -> dict[str, Any]:
         "/v1/statements": {"get": {
             **_TAGS, "operationId": "getStatements",
             "summary": "A project's statement of a period, or the per-project summaries "
-            "(role read); Accept: text/csv answers CSV.",
+            "(role read; a project_reader reads its own project's only); Accept: text/csv "
+            "answers CSV.",
             "parameters": [
                 query("cloud", {"type": "string"}, "The cloud.", required=True),
                 query("period", _PERIOD, "The month, YYYY-MM (UTC).", required=True),
                 query("project_id", {"type": "string"},
-                      "The project; without it, the summaries of every project."),
+                      "The project; without it, the summaries of every project (of the "
+                      "caller's project for a project_reader; another project is 403)."),
                 param_ref("limit"), param_ref("marker"),
             ],
             "responses": {
@@ -152,7 +155,8 @@ def billing_paths() -> dict[str, Any]:
         "/v1/periods/{cloud}": {"get": {
             **_TAGS, "operationId": "listPeriods",
             "summary": "The cloud's periods with status, closing instant, who closed it "
-            "and the ingestion cutoff (role read), newest first.",
+            "and the ingestion cutoff (role read or project_reader: periods are "
+            "cloud-wide), newest first.",
             "parameters": [path("cloud"), param_ref("limit"), param_ref("marker")],
             "responses": {"200": json_body(list_of(ref("Period")), "A page of periods."),
                           **errors(400, 401, 403)},

@@ -15,6 +15,7 @@ from reporting import pagination
 from reporting.api.auth import require_role
 from reporting.api.billing_common import caller_name, cloud_path, period_name
 from reporting.api.errors import ApiError
+from reporting.api.project_scope import require_project_read
 from reporting.billing import closing, periods, statements
 from reporting.db.billing_models import BillingPeriod
 from reporting.db.models import ResourceInterval
@@ -59,7 +60,7 @@ def close_period(cloud: str, period: str) -> Any:
 
 
 @bp.get("/v1/periods/<cloud>")
-@require_role("read")
+@require_project_read  # cloud-wide facts: a project reader may read them too
 def list_periods(cloud: str) -> Any:
     """Every month from the cloud's first usage (or first closed period) to the current
     one, newest first."""

@@ -15,8 +15,10 @@ from reporting.api.auth import require_role
 from reporting.api.billing_common import caller_name, cloud_path
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
+from reporting.api.project_scope import require_project_read
 from reporting.billing import locks, versions
 from reporting.billing.pricelist import PriceListError
+from reporting.db import writes
 from reporting.db.session import db_session
 from reporting.ingest import utcnow
 from reporting.queries import params
@@ -31,9 +33,9 @@ def put_price_list(cloud: str) -> Any:
     document = json_object()
     session = db_session()
     with session.begin():
-        locks.begin_write(session)
-        if session.get_bind().dialect.name == "postgresql":
-            locks.xact_lock(session, locks.PRICES_KEY)
+        seam = writes.of(session)
+        seam.begin_write(session)
+        seam.xact_lock(session, locks.PRICES_KEY)
         try:
             row = versions.add(session, name, document, caller_name(), utcnow())
         except PriceListError as exc:
@@ -44,7 +46,7 @@ def put_price_list(cloud: str) -> Any:
 
 
 @bp.get("/v1/price-lists/<cloud>")
-@require_role("read")
+@require_project_read  # cloud-wide facts: a project reader may read them too
 def get_price_list(cloud: str) -> Any:
     name = cloud_path(cloud)
     params.only(request.args, frozenset({"limit", "marker"}))

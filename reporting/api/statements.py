@@ -1,5 +1,7 @@
 """``GET /v1/statements``: a project's statement of a period, or the per-project
-summaries of a period (role ``read``).  ``Accept: text/csv`` answers CSV.
+summaries of a period (role ``read``; a ``project_reader`` reads its project's only:
+its statement, the summaries list filtered to it, another ``project_id`` 403).
+``Accept: text/csv`` answers CSV.
 
 Parameters: ``cloud`` and ``period`` (``YYYY-MM``) required; ``project_id``;
 ``limit``/``marker`` for the summaries.  Semantics in ``docs/statements.md``.
@@ -15,8 +17,8 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from reporting import pagination
-from reporting.api.auth import require_role
 from reporting.api.billing_common import period_name
+from reporting.api.project_scope import requested_project, require_project_read, visible_projects
 from reporting.billing import service
 from reporting.db.session import db_session
 from reporting.ingest import utcnow
@@ -58,7 +60,7 @@ def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
 
 
 @bp.get("/v1/statements")
-@require_role("read")
+@require_project_read
 def get_statements() -> Response:
     args = request.args
     params.only(args, _PARAMS)
@@ -66,7 +68,8 @@ def get_statements() -> Response:
     if cloud is None:
         raise pagination.bad_request("cloud is required")
     period = period_name(args.get("period"))
-    project_id = params.text(args, "project_id")
+    project_id = requested_project(params.text(args, "project_id"))
+    visible = visible_projects()
     session = db_session()
     now = utcnow()
     if project_id is not None:
@@ -81,7 +84,11 @@ def get_statements() -> Response:
     if "marker" in args:
         (decoded,) = pagination.decode_marker(_TAG, ["str"], args["marker"])
         after = str(decoded)
-    items, more = service.summaries(session, cloud, period, after, limit, now)
+    if visible is None:
+        items, more = service.summaries(session, cloud, period, after, limit, now)
+    else:
+        items, more = service.project_summaries(session, cloud, period, visible, after, limit,
+                                                now)
     marker = pagination.encode_marker(_TAG, [items[-1]["project_id"]]) if more else None
     if _wants_csv():
         response = Response(_csv(items, SUMMARY_FIELDS), mimetype="text/csv")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 
 from prometheus_client import Counter
 
@@ -24,10 +25,20 @@ ADJUSTMENTS_BOOKED_AMOUNT = Counter(
     "closed period billed too little; credit: too much), in currency units.",
     ["cloud", "direction"],
 )
+CLOSED_BILLED_AMOUNT = Counter(
+    "tally_closed_billed_amount",
+    "Sum of the totals of the statements frozen by closes (adjustments included), by "
+    "cloud and currency (empty without a price list), in currency units.",
+    ["cloud", "currency"],
+)
 
 
-def record_close(cloud: str, frozen: int, booked: Sequence[Adjustment]) -> None:
+def record_close(cloud: str, frozen: int, booked: Sequence[Adjustment],
+                 billed: Decimal = Decimal("0"), currency: str | None = None) -> None:
     PERIODS_CLOSED.labels(cloud=cloud).inc()
+    # inc() refuses a negative amount: a period of credits only bills nothing here.
+    CLOSED_BILLED_AMOUNT.labels(cloud=cloud, currency=currency or "").inc(
+        float(max(billed, Decimal("0"))))
     STATEMENTS_COMPUTED.labels(cloud=cloud, kind="closed").inc(frozen)
     if booked:
         ADJUSTMENTS_BOOKED.labels(cloud=cloud).inc(len(booked))

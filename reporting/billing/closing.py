@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing import adjustments, billing_metrics, locks, periods, rating, statements
 from reporting.billing.versions import timeline
+from reporting.db import writes
 from reporting.db.billing_models import (
     BillingPeriod,
     BookedAdjustment,
@@ -45,6 +46,8 @@ class Closed:
     created: bool
     frozen: int = 0
     adjustments: Sequence[statements.Adjustment] = ()
+    billed: Decimal = Decimal("0.00")  # the sum of the frozen statements' totals
+    currency: str | None = None
 
 
 def close(factory: sessionmaker[Session], cloud: str, period: str, who: str,
@@ -54,38 +57,17 @@ def close(factory: sessionmaker[Session], cloud: str, period: str, who: str,
     if end > now:
         raise PeriodNotEnded(f"period {period} has not ended yet (it ends at {end:%Y-%m-%d})")
     with factory() as probe:
-        postgres = probe.get_bind().dialect.name == "postgresql"
-    if not postgres:
-        with factory() as session:
-            locks.begin_write(session)
-            result = _close_in(session, cloud, period, who, now)
-            session.commit()
-    else:
-        result = _close_postgres(factory, cloud, period, who, now)
-    if result.created:
-        billing_metrics.record_close(cloud, result.frozen, result.adjustments)
-    return result
-
-
-def _close_postgres(factory: sessionmaker[Session], cloud: str, period: str, who: str,
-                    now: dt.datetime) -> Closed:
-    with factory() as guard_session:
-        guard = guard_session.connection()
-        locks.xact_lock(guard, locks.period_key(cloud, period))
-        locks.xact_lock(guard, locks.PRICES_KEY)
-        existing = _existing(guard_session, cloud, period)
+        seam = writes.of(probe)
+    with seam.serialised(factory, [locks.period_key(cloud, period), locks.PRICES_KEY]) as guard:
+        existing = _existing(guard, cloud, period)
         if existing is not None:
             return Closed(existing, created=False)
-        with factory() as session:
-            session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
-            locks.lock_ingest(guard)
-            try:
-                cutoff = _cutoff(session)  # the snapshot is taken here
-            finally:
-                locks.unlock_ingest(guard)
+        with seam.snapshot(factory, guard, locks.INGEST_KEY, _cutoff) as (session, cutoff):
             result = _close_in(session, cloud, period, who, now, cutoff)
             session.commit()
-        guard_session.commit()
+    if result.created:
+        billing_metrics.record_close(cloud, result.frozen, result.adjustments, result.billed,
+                                    result.currency)
     return result
 
 
@@ -155,4 +137,6 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
             for a in found
         ])
     session.flush()
-    return Closed(row, created=True, frozen=len(frozen), adjustments=found)
+    billed = sum((Decimal(str(f["total"])) for f in frozen), Decimal("0.00"))
+    return Closed(row, created=True, frozen=len(frozen), adjustments=found, billed=billed,
+                  currency=code)

@@ -12,15 +12,17 @@ PostgreSQL advisory locks, all in one key space:
   so no version can take effect inside a period while it is being closed.
 
 SQLite has one writer: the close holds the write lock for its whole transaction.
+The statements are operations of the write seam (``reporting.db.writes``):
+``hold_shared``, ``xact_lock``, ``begin_write``, ``serialised``, ``snapshot``.
 """
 
 from __future__ import annotations
 
 import hashlib
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
+
+from reporting.db import writes
 
 
 def _key(*parts: str) -> int:
@@ -37,27 +39,5 @@ def period_key(cloud: str, period: str) -> int:
 
 
 def hold_ingest_share(session: Session) -> None:
-    """Called by ingest at the start of its write transaction (PostgreSQL only)."""
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(sa.text("SELECT pg_advisory_xact_lock_shared(:k)"), {"k": INGEST_KEY})
-
-
-def xact_lock(connection: Connection | Session, key: int) -> None:
-    connection.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
-
-
-def lock_ingest(connection: Connection) -> None:
-    """Session-level exclusive: released by ``unlock_ingest`` right after the snapshot."""
-    connection.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": INGEST_KEY})
-
-
-def unlock_ingest(connection: Connection) -> None:
-    connection.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": INGEST_KEY})
-
-
-def begin_write(session: Session) -> None:
-    """SQLite: start the transaction with a write, so it holds the database's write lock
-    (and the newest snapshot) from its first statement.  A transaction that reads first
-    cannot always upgrade to a writer while another worker writes."""
-    if session.get_bind().dialect.name == "sqlite":
-        session.execute(sa.text("DELETE FROM billing_periods WHERE 1 = 0"))
+    """Called by ingest at the start of its write transaction."""
+    writes.of(session).hold_shared(session, INGEST_KEY)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -17,11 +18,11 @@ from reporting.billing import (
     money,
     periods,
     rating,
-    sql_rating,
     statements,
 )
 from reporting.billing.pricelist import PriceVersion
 from reporting.billing.versions import timeline
+from reporting.db import writes
 from reporting.db.billing_models import BillingPeriod, ClosedStatement
 from reporting.db.models import ResourceInterval
 
@@ -62,6 +63,22 @@ def statement_text(session: Session, cloud: str, project_id: str, period: str,
     ))
 
 
+def project_summaries(session: Session, cloud: str, period: str, projects: frozenset[str],
+                      after: str | None, limit: int, now: dt.datetime
+                      ) -> tuple[list[dict[str, Any]], bool]:
+    """The summaries of ``projects`` only (a project reader's list): each from the
+    project's statement, listed when it has a line or an adjustment, as ``summaries``
+    lists it."""
+    items: list[dict[str, Any]] = []
+    for project in sorted(p for p in projects if after is None or p > after):
+        document = json.loads(statement_text(session, cloud, project, period, now))
+        if document["lines"] or document["adjustments"]:
+            items.append(statements.summary(document))
+            if len(items) > limit:
+                break
+    return items[:limit], len(items) > limit
+
+
 def summaries(session: Session, cloud: str, period: str, after: str | None, limit: int,
               now: dt.datetime) -> tuple[list[dict[str, Any]], bool]:
     """Up to ``limit`` project summaries after project ``after``, and whether more follow."""
@@ -72,11 +89,10 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
     versions = timeline(session, cloud)
     pending = adjustments.pending(session, cloud, period, closed, versions, now)
     extra = sorted({a.project_id for a in pending if after is None or a.project_id > after})
-    if session.get_bind().dialect.name == "postgresql":
-        # One set-based query rates the page's projects and finds them.
-        totals = sql_rating.project_subtotals(session, cloud, versions, start, end, now,
-                                              after, limit + 1)
-    else:
+    # Where the database can, one set-based query rates the page's projects and finds them.
+    totals = writes.of(session).project_subtotals(session, cloud, versions, start, end, now,
+                                                  after, limit + 1)
+    if totals is None:
         totals = _python_subtotals(session, cloud, versions, start, end, now, after, limit + 1)
     page = sorted(set(totals) | set(extra))[:limit + 1]
     more = len(page) > limit
@@ -100,7 +116,8 @@ def _python_subtotals(session: Session, cloud: str, versions: list[PriceVersion]
                       start: dt.datetime, end: dt.datetime, now: dt.datetime,
                       after: str | None, limit: int) -> dict[str, tuple[Decimal, int]]:
     """Subtotal and unrated lines of the first ``limit`` projects after ``after``, by
-    the pure rating (PostgreSQL runs ``sql_rating`` instead; the two are tested equal)."""
+    the pure rating (PostgreSQL runs ``sql_rating`` instead, the seam's
+    ``project_subtotals``; the two are tested equal)."""
     model = ResourceInterval
     query = (
         sa.select(model.project_id).distinct()

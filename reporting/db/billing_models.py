@@ -15,31 +15,39 @@ from typing import Any
 from sqlalchemy import JSON, BigInteger, DateTime, Index, Integer, Numeric, String, Text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
-from sqlalchemy.types import TypeDecorator, TypeEngine
+from sqlalchemy.types import TypeDecorator
 
 from reporting.db.models import Base, BigIntId
 
 
-class Money(TypeDecorator[Decimal]):
-    """Exact money: ``NUMERIC(18, 2)`` on PostgreSQL, decimal text on SQLite (whose
-    NUMERIC affinity would keep a binary float)."""
+class _ExactNumeric(TypeDecorator[Decimal]):
+    """``NUMERIC(18, 2)``, exact on PostgreSQL."""
 
     impl = Numeric(18, 2)
     cache_ok = True
 
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "sqlite":
-            return dialect.type_descriptor(String(32))
-        return dialect.type_descriptor(Numeric(18, 2))
-
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
-        if value is None:
-            return None
-        value = Decimal(value)
-        return format(value, "f") if dialect.name == "sqlite" else value
+        return None if value is None else Decimal(value)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
         return None if value is None else Decimal(value)
+
+
+class _DecimalText(TypeDecorator[Decimal]):
+    """SQLite: the decimal text (a NUMERIC affinity would keep a binary float)."""
+
+    impl = String(32)
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        return None if value is None else format(Decimal(value), "f")
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        return None if value is None else Decimal(value)
+
+
+# Exact money; SQLAlchemy picks the SQLite variant by itself.
+MONEY = _ExactNumeric().with_variant(_DecimalText(), "sqlite")
 
 
 class PriceListVersion(Base):
@@ -85,9 +93,9 @@ class ClosedStatement(Base):
     period: Mapped[str] = mapped_column(String(7), primary_key=True)
     project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     body: Mapped[str] = mapped_column(Text)  # the exact JSON text served
-    subtotal: Mapped[Decimal] = mapped_column(Money())
-    adjustments_total: Mapped[Decimal] = mapped_column(Money())
-    total: Mapped[Decimal] = mapped_column(Money())
+    subtotal: Mapped[Decimal] = mapped_column(MONEY)
+    adjustments_total: Mapped[Decimal] = mapped_column(MONEY)
+    total: Mapped[Decimal] = mapped_column(MONEY)
     unrated_lines: Mapped[int] = mapped_column(Integer)
 
 
@@ -102,7 +110,7 @@ class ClosedResourceAmount(Base):
     project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     resource_type: Mapped[str] = mapped_column(String(64), primary_key=True)
     resource_id: Mapped[str] = mapped_column(String(255), primary_key=True)
-    amount: Mapped[Decimal] = mapped_column(Money())
+    amount: Mapped[Decimal] = mapped_column(MONEY)
 
 
 class BookedAdjustment(Base):
@@ -118,7 +126,7 @@ class BookedAdjustment(Base):
     project_id: Mapped[str] = mapped_column(String(255))
     resource_type: Mapped[str] = mapped_column(String(64))
     resource_id: Mapped[str] = mapped_column(String(255))
-    amount: Mapped[Decimal] = mapped_column(Money())
+    amount: Mapped[Decimal] = mapped_column(MONEY)
     event_ids: Mapped[list[str]] = mapped_column(JSON)
     # The cutoff of the close that booked it: later events are the next adjustment's.
     cutoff_seq: Mapped[int] = mapped_column(BigInteger)

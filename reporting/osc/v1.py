@@ -1,4 +1,5 @@
-"""``openstack tally resource list|show``, ``lifecycle show``, ``usage show``.
+"""``openstack tally resource list|show``, ``lifecycle show``, ``usage show``,
+``statement show``.
 
 Each command asks the Reporting API through the functions ``tally`` uses
 (``reporting.cli.commands``) and hands cliff columns and rows, so the usual
@@ -17,7 +18,7 @@ from cliff.show import ShowOne
 from osc_lib import exceptions
 from osc_lib.cli import format_columns
 
-from reporting.cli import commands
+from reporting.cli import billing, commands
 from reporting.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
 
 RESOURCE_FIELDS = ("platform", "cloud", "resource_type", "resource_id", "project_id", "state",
@@ -150,3 +151,25 @@ class ShowUsage(_TallyCommand, Lister):
         if parsed_args.breakdown:
             return _rows(output.rows, (*keys, "state", "size", "seconds"))
         return _rows(output.rows, (*keys, "resources", "seconds"))
+
+
+class ShowStatement(_TallyCommand, Lister):
+    """Show a project's statement lines of a month, or every project's totals (a project
+    member: its project's only)."""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument("--cloud", required=True, metavar="<cloud>")
+        parser.add_argument("--period", required=True, metavar="<YYYY-MM>",
+                            help="the month (UTC)")
+        parser.add_argument("--project", metavar="<project-id>",
+                            help="this project's lines (default: every project's totals)")
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        # The lines and adjustments as rows; cliff renders each format itself.
+        request = argparse.Namespace(**{**vars(parsed_args), "format": "json"})
+        output = _ask(billing.statement, self.client(), request)
+        names = tuple(name for name, _ in output.columns)
+        return names, [tuple(_cell(get(row)) for _, get in output.columns)
+                       for row in output.rows]

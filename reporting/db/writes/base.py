@@ -12,13 +12,14 @@ batch's events are inserted and its resources locked (``lock_resources``).
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
 import datetime as dt
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from reporting import fold
 from reporting.db.models import (
@@ -41,6 +42,8 @@ INTERVALS = cast(sa.Table, ResourceInterval.__table__)
 RESOURCE_TYPES = cast(sa.Table, ResourceType.__table__)
 SIZE_NAMES = cast(sa.Table, SizeName.__table__)
 SIGHTINGS = cast(sa.Table, SyncSighting.__table__)
+
+T = TypeVar("T")
 
 KEY_NAMES = ("platform", "cloud", "resource_type", "resource_id")
 # The columns of an event row a client's item fills (seq and received_at are ours).
@@ -297,3 +300,45 @@ class Writes(abc.ABC):
     @abc.abstractmethod
     def epoch_micros(self, column: Any) -> sa.ColumnElement[int]:
         """Whole microseconds since the epoch of a naive UTC DateTime column, exactly."""
+
+    # --- billing: the locks that make a close sound (``reporting.billing.locks``) ---------
+
+    @abc.abstractmethod
+    def hold_shared(self, session: Session, key: int) -> None:
+        """Hold lock ``key`` shared until commit."""
+
+    @abc.abstractmethod
+    def xact_lock(self, session: Session, key: int) -> None:
+        """Hold lock ``key`` exclusively until commit."""
+
+    @abc.abstractmethod
+    def begin_write(self, session: Session) -> None:
+        """Start the transaction so that it writes from its first statement."""
+
+    @contextlib.contextmanager
+    def serialised(self, factory: sessionmaker[Session], keys: Sequence[int]
+                   ) -> Iterator[Session]:
+        """A session holding the locks ``keys`` (in order) until it commits on exit.
+
+        One writer at a time: the session holds the database's write lock instead."""
+        with factory() as session:
+            self.begin_write(session)
+            yield session
+            session.commit()
+
+    @contextlib.contextmanager
+    def snapshot(self, factory: sessionmaker[Session], guard: Session, pause: int,
+                 read: Callable[[Session], T]) -> Iterator[tuple[Session, T]]:
+        """A session whose snapshot is taken by ``read`` (its first statement) while no
+        transaction holding lock ``pause`` shared is in flight, and ``read``'s answer.
+
+        One writer at a time: ``guard`` (from ``serialised``) already sees every committed
+        write and no other can start, so it is the snapshot."""
+        yield guard, read(guard)
+
+    def project_subtotals(self, session: Session, cloud: str, versions: Sequence[Any],
+                          start: dt.datetime, end: dt.datetime, now: dt.datetime,
+                          after: str | None, limit: int) -> dict[str, Any] | None:
+        """Per-project (subtotal, unrated lines) of a period rated in one set-based
+        query, or None where the database has none (the caller rates in Python)."""
+        return None

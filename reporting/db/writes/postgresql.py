@@ -13,16 +13,18 @@ transactions wait for each other's locks in opposite orders.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from reporting import pg_batch
+from reporting.billing import sql_rating
 from reporting.db.writes import pg_fold
 from reporting.db.writes.base import (
     CURRENT,
@@ -34,6 +36,7 @@ from reporting.db.writes.base import (
     HeldResource,
     OpenInterval,
     ResourceKey,
+    T,
     Writes,
 )
 
@@ -138,3 +141,45 @@ class PostgresWrites(Writes):
     def epoch_micros(self, column: Any) -> sa.ColumnElement[int]:
         # EXTRACT(EPOCH ...) is an exact numeric (PostgreSQL >= 14).
         return sa.cast(sa.extract("epoch", column) * 1_000_000, sa.BigInteger)
+
+    # --- billing locks: advisory locks, all in the key space of ``reporting.billing.locks``
+
+    def hold_shared(self, session: Session, key: int) -> None:
+        session.execute(sa.text("SELECT pg_advisory_xact_lock_shared(:k)"), {"k": key})
+
+    def xact_lock(self, session: Session, key: int) -> None:
+        session.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+
+    def begin_write(self, session: Session) -> None:
+        pass  # row and advisory locks are taken where needed; no lock to upgrade
+
+    @contextlib.contextmanager
+    def serialised(self, factory: sessionmaker[Session], keys: Sequence[int]
+                   ) -> Iterator[Session]:
+        with factory() as session:
+            for key in keys:
+                self.xact_lock(session, key)
+            yield session
+            session.commit()
+
+    @contextlib.contextmanager
+    def snapshot(self, factory: sessionmaker[Session], guard: Session, pause: int,
+                 read: Callable[[Session], T]) -> Iterator[tuple[Session, T]]:
+        # Session-level exclusive on the guard's connection: it waits for every transaction
+        # holding ``pause`` shared to commit, and none can take it until the unlock, so the
+        # REPEATABLE READ snapshot ``read`` takes holds exactly what had committed.
+        held = guard.connection()
+        with factory() as session:
+            session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+            held.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": pause})
+            try:
+                taken = read(session)  # the snapshot is taken here
+            finally:
+                held.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": pause})
+            yield session, taken
+
+    def project_subtotals(self, session: Session, cloud: str, versions: Sequence[Any],
+                          start: dt.datetime, end: dt.datetime, now: dt.datetime,
+                          after: str | None, limit: int) -> dict[str, Any] | None:
+        return sql_rating.project_subtotals(session, cloud, list(versions), start, end, now,
+                                            after, limit)

@@ -92,3 +92,14 @@ class SqliteWrites(Writes):
         seconds = sa.cast(sa.func.strftime("%s", sa.func.substr(column, 1, 19)), sa.BigInteger)
         fraction = sa.cast(sa.func.substr(column, 21, 6), sa.BigInteger)
         return seconds * 1_000_000 + fraction
+
+    def hold_shared(self, session: Session, key: int) -> None:
+        pass  # one writer at a time: a write transaction excludes every other
+
+    def xact_lock(self, session: Session, key: int) -> None:
+        pass  # the transaction holds the write lock from ``begin_write``
+
+    def begin_write(self, session: Session) -> None:
+        # A transaction that reads first cannot always upgrade to a writer while another
+        # worker writes: a no-op write takes the write lock (and the newest snapshot) now.
+        session.execute(sa.text("DELETE FROM billing_periods WHERE 1 = 0"))

@@ -12,6 +12,7 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from reporting.billing import billing_metrics
 from tests.functional.billing.history import PRICES, event, october, seed
 from tests.unit.reporting.fixtures import auth
 
@@ -120,12 +121,20 @@ def test_bad_statement_requests(billed: FlaskClient, query: str) -> None:
     assert response.status_code == 400 and response.get_json()["error"]["code"] == "bad_request"
 
 
+def billed_amount(cloud: str, currency: str) -> float:
+    value = billing_metrics.CLOSED_BILLED_AMOUNT.labels(cloud=cloud, currency=currency)
+    return float(value._value.get())
+
+
 def test_closing_freezes_and_late_facts_become_adjustments(
     billed: FlaskClient, session_factory: sessionmaker[Session]
 ) -> None:
     assert billed.post("/v1/periods/c1/2026-10/close", headers=READ).status_code == 403
+    billed_before = billed_amount("c1", "EUR")
     closed = billed.post("/v1/periods/c1/2026-10/close", headers=ADMIN)
     assert closed.status_code == 200
+    # October bills 1.90 + 0.72 (p1, p2); the zero-rated and unrated projects 0.
+    assert billed_amount("c1", "EUR") - billed_before == pytest.approx(2.62)
     row = closed.get_json()
     assert row["status"] == "closed" and row["closed_by"].startswith("token:")
     assert row["cutoff_seq"] > 0
@@ -173,6 +182,7 @@ def test_closing_freezes_and_late_facts_become_adjustments(
                  'tally_statements_computed_total{cloud="c1",kind="closed"}',
                  'tally_statements_computed_total{cloud="c1",kind="summary"}'):
         assert name in metrics
+    assert 'tally_closed_billed_amount_total{cloud="c1",currency="EUR"}' in metrics
 
 
 def test_periods_and_bad_closes(billed: FlaskClient) -> None:

@@ -95,3 +95,28 @@ def test_not_in_the_catalog_then_an_endpoint_override(sqlite_cloud: KeystoneClou
         assert (done.returncode, done.stdout.split()) == (0, ["vm-1"]), done.stderr
     finally:
         sqlite_cloud.sim.tally_url = registered
+
+
+def test_statement_show_is_scoped(sqlite_cloud: KeystoneCloud) -> None:
+    member, other = sqlite_cloud.member_project, sqlite_cloud.other_project
+    month = ["--cloud", "sim", "--period", "2026-11"]
+    done = openstack(sqlite_cloud, "sim-member", "statement", "show", *month, "--project",
+                     member, "-f", "json")
+    assert done.returncode == 0, done.stderr
+    (line,) = json.loads(done.stdout)
+    # No price list: the line is there, unrated, with the reason.
+    assert (line["resource_id"], line["start"], line["end"]) == (
+        "vm-1", "2026-11-01T00:00:00.000000Z", "2026-12-01T00:00:00.000000Z")
+    assert line["note"]
+    done = openstack(sqlite_cloud, "sim-member", "statement", "show", *month, "-f", "csv")
+    assert done.returncode == 0, done.stderr
+    totals = list(csv.DictReader(io.StringIO(done.stdout)))
+    assert [(row["project_id"], row["unrated_lines"]) for row in totals] == [(member, "1")]
+    done = openstack(sqlite_cloud, "sim-auditor", "statement", "show", *month, "-f", "value",
+                     "-c", "project_id")
+    assert (done.returncode, sorted(done.stdout.split())) == (0, sorted([member, other]))
+    done = openstack(sqlite_cloud, "sim-admin", "statement", "show", *month)  # -f table
+    assert done.returncode == 0 and f"| {member} " in done.stdout
+    done = openstack(sqlite_cloud, "sim-member", "statement", "show", *month, "--project",
+                     other)
+    assert done.returncode == 1 and "403 forbidden" in done.stderr

@@ -299,6 +299,31 @@ def test_epoch_micros_is_exact(factory: sessionmaker[Session], seam: Writes,
     assert got == epoch_micros(moment)
 
 
+def test_billing_locks_and_the_close_snapshot(factory: sessionmaker[Session],
+                                              seam: Writes) -> None:
+    """The operations compose as a close uses them; the snapshot's read sees every
+    committed event (the ingest lock's behaviour under concurrency is in
+    tests/functional/billing/test_close_concurrency.py)."""
+    with factory.begin() as session:
+        seam.begin_write(session)
+        seam.hold_shared(session, 7)
+        seam.insert_events(session, [event_row("e-1", "vm-1", 0)])
+    with factory.begin() as session:
+        seam.begin_write(session)
+        seam.xact_lock(session, 8)
+
+    def count(session: Session) -> int:
+        return int(session.execute(sa.select(sa.func.count()).select_from(Event)).scalar_one())
+
+    with seam.serialised(factory, [8, 9]) as guard:
+        with seam.snapshot(factory, guard, 7, count) as (session, seen):
+            assert seen == 1
+            seam.insert_events(session, [event_row("e-2", "vm-1", 1)])
+            session.commit()
+    with factory() as session:
+        assert count(session) == 2
+
+
 def test_only_the_factory_chooses_by_dialect() -> None:
     """Callers never branch on the dialect: only reporting/db/writes/__init__.py names it."""
     branching = re.compile(r"dialect\.name|dialect ==|dialect !=")

@@ -64,9 +64,11 @@ def metric_catalogue() -> dict[str, frozenset[str]]:
     """Sample name -> label names, for every metric Tally's processes export."""
     import reporting.metrics
     from collector.metrics import CollectorMetrics
+    from reporting.billing import billing_metrics
 
     catalogue: dict[str, frozenset[str]] = {}
-    for wrapper in [*_wrappers(reporting.metrics), *_wrappers(CollectorMetrics())]:
+    for wrapper in [*_wrappers(reporting.metrics), *_wrappers(billing_metrics),
+                    *_wrappers(CollectorMetrics())]:
         catalogue.update(_sample_names(wrapper))
     return catalogue
 
