@@ -1,9 +1,13 @@
 """Slow clients against a real tally-reporting (2 gunicorn workers x 4 threads) on
-PostgreSQL: 16 connections that send half a request and wait starve it when they
-reach gunicorn directly, and do not when they reach it through the nginx
-configuration shipped in deploy/nginx/ (nginx buffers whole requests before it
-passes them on).  The proxy's configuration is the shipped file itself; only its
-listen port and upstream address are rewritten for the test."""
+PostgreSQL: 16 connections that send half a request and wait do not starve it when
+they reach it through the nginx configuration shipped in deploy/nginx/ (nginx
+buffers whole requests before it passes them on).  The proxy's configuration is the
+shipped file itself; only its listen port and upstream address are rewritten for
+the test.
+
+Reached directly, gunicorn may or may not be starved by the same clients: it
+depends on how the kernel spread their connections over the two workers' accept
+queues, so that case is described in docs/operations.md and not asserted here."""
 
 from __future__ import annotations
 
@@ -15,7 +19,6 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -154,17 +157,6 @@ def server(pg_migrated_database: str, tokens_file: str,
     running = start_server(config, tmp_path / "reporting.log")
     yield running
     running.stop()
-
-
-def test_slow_clients_starve_gunicorn_reached_directly(server: RunningServer) -> None:
-    assert healthz(server.base_url) == 200
-    with slow_clients(server.base_url):
-        with ThreadPoolExecutor(4) as pool:
-            answers = list(pool.map(healthz, [server.base_url] * 4))
-    # Every thread of both workers is held by a slow client: callers get nothing.
-    assert all(answer != 200 for answer in answers), answers
-    # Once the slow clients go away the server answers again: they were the cause.
-    assert healthz(server.base_url) == 200
 
 
 def test_slow_clients_do_not_starve_it_behind_the_shipped_proxy(
