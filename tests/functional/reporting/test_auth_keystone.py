@@ -279,12 +279,19 @@ def test_revoked_token_is_401(keystone: FakeKeystone, ks_client: FlaskClient) ->
     assert response.status_code == 401
 
 
+@pytest.mark.parametrize(("failure", "seen_as"), [
+    (requests.exceptions.ConnectionError("refused"), "ConnectFailure"),
+    # A keystone that accepts and never answers (the middleware lets this one through).
+    (requests.exceptions.ReadTimeout("read timed out"), "ConnectTimeout"),
+    (requests.exceptions.ConnectTimeout("connect timed out"), "ConnectTimeout"),
+    (requests.exceptions.SSLError("certificate verify failed"), "SSLError"),
+    (requests.exceptions.ChunkedEncodingError("connection broken"), "UnknownConnectionError"),
+])
 def test_keystone_unreachable_is_503_not_a_hang(
-    keystone_conf: Callable[..., cfg.ConfigOpts],
+    keystone_conf: Callable[..., cfg.ConfigOpts], failure: Exception, seen_as: str,
 ) -> None:
     with requests_mock.Mocker() as mocker:
-        mocker.register_uri(requests_mock.ANY, requests_mock.ANY,
-                            exc=requests.exceptions.ConnectionError("refused"))
+        mocker.register_uri(requests_mock.ANY, requests_mock.ANY, exc=failure)
         app = create_app(keystone_conf())
         try:
             client = app.test_client()
@@ -293,6 +300,13 @@ def test_keystone_unreachable_is_503_not_a_hang(
             error = response.get_json()["error"]
             assert error["code"] == "keystone_unavailable"
             assert "keystone is unavailable" in error["message"]
+            assert f"({seen_as}: " in error["message"], error["message"]
+            timed_out = "http_connect_timeout = 5 s" in error["message"]
+            assert timed_out == (seen_as == "ConnectTimeout"), error["message"]
+            # A service token is validated by the same path.
+            response = client.get("/v1/resources", headers={"X-Auth-Token": "some-token",
+                                                            "X-Service-Token": "svc-token"})
+            assert response.status_code == 503
             # A request without a token needs no keystone: still a plain 401.
             assert client.get("/v1/resources").status_code == 401
             assert client.get("/healthz").status_code == 200
