@@ -347,3 +347,24 @@ def test_service_user_refused_by_keystone_is_503(
         assert "ServiceError" in message and "rejected authorization" in message
     finally:
         app.extensions[ENGINE_KEY].dispose()
+
+
+def test_clouds_list_is_cloud_wide(keystone: FakeKeystone,
+                                   keystone_conf: Callable[..., cfg.ConfigOpts]) -> None:
+    """Cloud names and every cloud's resource count: not for a project's member, nor
+    for a token whose roles map to no Tally role."""
+    app = create_app(keystone_conf("keystone_role_map = admin:admin,member:project_reader,"
+                                   "tally_auditor:read,tally_ingest:ingest"))
+    try:
+        _seed(app)
+        client = app.test_client()
+        for roles in (["member"], ["load-balancer_member"]):
+            response = client.get("/v1/clouds", headers={"X-Auth-Token": keystone.issue(roles)})
+            assert response.status_code == 403, roles
+            assert response.get_json()["error"]["code"] == "forbidden"
+        for roles in (["tally_ingest"], ["tally_auditor"], ["admin"]):
+            response = client.get("/v1/clouds", headers={"X-Auth-Token": keystone.issue(roles)})
+            assert response.status_code == 200, roles
+            assert response.get_json()["items"][0]["resources"] == 2
+    finally:
+        app.extensions[ENGINE_KEY].dispose()
