@@ -4,6 +4,7 @@ revocation, expiry, and keystone going away or stalling (SQLite and PostgreSQL).
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,6 +86,49 @@ def test_bad_revoked_and_missing_tokens_are_401(cloud: KeystoneCloud) -> None:
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "unauthorized"
     assert cloud.get("/healthz", None).status_code == 200
+
+
+def test_a_reader_only_token_reads_its_project_only(cloud: KeystoneCloud) -> None:
+    assert cloud.sim.identity.users["viewer"].roles == ("reader",)
+    viewer = cloud.token("viewer")  # scoped to the member's project, role reader alone
+    assert _ids(cloud.get("/v1/resources", viewer)) == ["vm-1"]
+    usage = cloud.get("/v1/usage", viewer, **USAGE).json()["items"]
+    assert [(i["resource_id"], i["project_id"]) for i in usage] == [
+        ("vm-1", cloud.member_project)]
+    for suffix in ("", "/events", "/lifecycle"):
+        assert cloud.get(VM.format(1) + suffix, viewer).status_code == 200
+        assert cloud.get(VM.format(2) + suffix, viewer).status_code == 404
+    assert cloud.get("/v1/resources", viewer,
+                     project_id=cloud.other_project).status_code == 403
+    for path in ("/v1/sync-runs", "/v1/clouds", "/v1/rejected-events"):
+        assert cloud.get(path, viewer).status_code == 403, path
+    posted = requests.post(f"{cloud.api.base_url}/v1/events", timeout=60,
+                           json={"events": [event(4, cloud.member_project)]},
+                           headers={"X-Auth-Token": viewer})
+    assert posted.status_code == 403
+
+
+# Seconds a token lives in the expiry test: long enough for the requests made before.
+TOKEN_TTL_S = 5
+
+
+def test_expired_token_is_401(db_url: str, tmp_path: Path) -> None:
+    # With the token cache on: a token cached while valid is refused once it expired.
+    with keystone_cloud(db_url, tmp_path, token_cache_time=300) as cloud:
+        # What `tally-simcloud serve --token-ttl 5` sets.
+        cloud.sim.identity.token_ttl = dt.timedelta(seconds=TOKEN_TTL_S)
+        member = cloud.token("demo")
+        known = cloud.sim.identity.validate(member)
+        assert known is not None
+        for _ in range(4):  # so that both gunicorn workers cache it
+            assert cloud.get("/v1/resources", member).status_code == 200
+        wait = (known.expires_at - dt.datetime.now(dt.UTC)).total_seconds() + 0.5
+        time.sleep(max(wait, 0))
+        for _ in range(4):
+            response = cloud.get("/v1/resources", member)
+            assert response.status_code == 401, response.text
+            assert response.json()["error"]["code"] == "unauthorized"
+        assert cloud.get("/v1/resources", cloud.token("demo")).status_code == 200
 
 
 def test_keystone_gone_is_503_with_a_clear_message(cloud: KeystoneCloud) -> None:
