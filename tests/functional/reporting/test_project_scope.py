@@ -1,5 +1,6 @@
 """Project scoping of every query endpoint (auth_strategy=token; the keystone strategy
-is in tests/unit/reporting/test_auth_keystone.py), on SQLite and PostgreSQL.
+is in tests/functional/reporting/test_auth_keystone.py, every route's decision in
+test_scope_routes.py), on SQLite and PostgreSQL.
 
 A project reader bound to P sees P's rows only: lists filtered to P, another
 project's resource 404, a filter naming another project 403. read and admin
