@@ -13,11 +13,9 @@ import csv
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import requests_mock
-import yaml
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
@@ -27,7 +25,7 @@ from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
 from tests.functional.billing.history import PRICES, october, seed
 from tests.functional.reporting import keystone_fake
 from tests.functional.reporting.keystone_fake import FakeKeystone
-from tests.unit.reporting.fixtures import TOKENS, ConfFactory, auth
+from tests.unit.reporting.fixtures import ConfFactory, auth, project_readers_app
 
 ADMIN, READ = auth("admin"), auth("read")
 P1 = {"Authorization": "Bearer tok-p1"}
@@ -38,14 +36,8 @@ STATEMENTS = "/v1/statements?cloud=c1&period=2026-10"
 
 @pytest.fixture
 def scoped_app(make_conf: ConfFactory, db_url: str, tmp_path: Path) -> Iterator[Flask]:
-    path = tmp_path / "scoped-tokens.yaml"
-    tokens: dict[str, Any] = {token: role for role, token in TOKENS.items()}
-    for project in ("p1", "p2", "p9"):
-        tokens[f"tok-{project}"] = {"role": "project_reader", "project_id": project}
-    path.write_text(yaml.safe_dump(tokens))
-    app = create_app(make_conf(db_url, api={"tokens_file": str(path)}))
-    yield app
-    app.extensions[ENGINE_KEY].dispose()
+    with project_readers_app(make_conf, db_url, tmp_path, ("p1", "p2", "p9")) as app:
+        yield app
 
 
 @pytest.fixture

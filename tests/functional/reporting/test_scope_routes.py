@@ -20,17 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting.app import create_app
-from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
+from reporting.db.session import SESSIONMAKER_KEY
 from tests.functional.billing import history
 from tests.functional.reporting import query_fixtures
 from tests.functional.reporting.query_fixtures import assert_contract, at
-from tests.unit.reporting.fixtures import TOKENS, ConfFactory, auth
+from tests.unit.reporting.fixtures import ConfFactory, auth, project_readers_app
 
 P1 = {"Authorization": "Bearer tok-p1"}
 READ, ADMIN = auth("read"), auth("admin")
@@ -77,13 +75,8 @@ PROBES = [(rule, kind, url) for rule, probes in DECISIONS.items() for kind, url 
 
 @pytest.fixture
 def scoped_app(make_conf: ConfFactory, db_url: str, tmp_path: Path) -> Iterator[Flask]:
-    path = tmp_path / "scoped-tokens.yaml"
-    tokens: dict[str, Any] = {token: role for role, token in TOKENS.items()}
-    tokens["tok-p1"] = {"role": "project_reader", "project_id": "p1"}
-    path.write_text(yaml.safe_dump(tokens))
-    app = create_app(make_conf(db_url, api={"tokens_file": str(path)}))
-    yield app
-    app.extensions[ENGINE_KEY].dispose()
+    with project_readers_app(make_conf, db_url, tmp_path, ("p1",)) as app:
+        yield app
 
 
 @pytest.fixture
