@@ -182,23 +182,23 @@ def authenticated_caller() -> Caller:
     return caller
 
 
-def check_role(required: str) -> None:
-    """401 without valid credentials, 403 with a role that does not grant ``required``."""
+def check_role(*required: str) -> None:
+    """401 without valid credentials, 403 with a role that grants none of ``required``."""
     role = authenticated_caller().role
-    if role != required and role != "admin":
-        raise ApiError(403, "forbidden", f"this request needs the {required} role")
+    if role not in required and role != "admin":
+        raise ApiError(403, "forbidden", f"this request needs the {' or '.join(required)} role")
 
 
-def require_role(required: str) -> Callable[[F], F]:
-    """Decorator for a view that needs ``required`` (admin is granted everything)."""
-    if required not in ROLES or required == PROJECT_READER:
+def require_role(*required: str) -> Callable[[F], F]:
+    """Decorator for a view that needs one of ``required`` (admin is granted everything)."""
+    if not required or any(role not in ROLES or role == PROJECT_READER for role in required):
         # A project reader's views use reporting.api.project_scope.require_project_read.
-        raise ValueError(f"unknown role {required}")
+        raise ValueError(f"unknown role in {required}")
 
     def decorator(view: F) -> F:
         @functools.wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            check_role(required)
+            check_role(*required)
             return view(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

@@ -4,6 +4,9 @@ One cloud booked under two names doubles its usage, so an operator (or a collect
 checking its ``[collector] cloud`` at start) must be able to see every name in use.
 With a clouds file, ingest refuses an event of a cloud the file does not name
 (reason ``unknown cloud``); without one, any cloud is accepted.
+
+Names and resource counts are cloud-wide: roles ``ingest`` (the collector checks its
+cloud here at start), ``read`` and ``admin``; a project reader is refused (403).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from flask import Blueprint, Flask, current_app, jsonify, request
 
-from reporting.api.auth import current_role
+from reporting.api.auth import require_role
 from reporting.api.errors import ApiError
 from reporting.db.models import CurrentResource
 from reporting.db.session import db_session
@@ -34,10 +37,8 @@ def known_clouds() -> frozenset[str] | None:
 
 
 @bp.get("/v1/clouds")
+@require_role("ingest", "read")
 def list_clouds() -> Any:
-    """Any authenticated role: the collector (role ingest) checks its cloud here."""
-    if current_role() is None:
-        raise ApiError(401, "unauthorized", "missing or invalid credentials")
     if request.args:
         raise ApiError(400, "bad_request",
                        f"unknown query parameter(s): {', '.join(sorted(request.args))}")

@@ -12,11 +12,15 @@ own ConfigOpts (passed as ``oslo_config_config``), never from the global CONF.
 Keystone roles become Tally roles through ``[api] keystone_role_map``; a token
 mapped to ``project_reader`` reads only the project it is scoped to.
 
-When keystone cannot be reached the middleware (in delay mode) would mark the token
-invalid and the views answer 401; Tally answers 503 instead, with a JSON error (also
-when keystone refuses to let the service user validate tokens), and bounds the wait: ``[keystone_authtoken] http_connect_timeout`` defaults to
-``KEYSTONE_TIMEOUT_S`` here (keystonemiddleware's own default waits forever) and
-``http_request_max_retries`` to 1.
+When keystone cannot be reached the middleware either marks the token invalid (in
+delay mode: the views would answer 401) or lets keystoneauth's exception through (a
+stalled keystone's ``ConnectTimeout``, an ``SSLError``: a 500). Tally answers 503
+instead, with a JSON error, for every call the middleware makes to keystone (the
+user's token, a service token, the service user's own login and discovery), also
+when keystone refuses to let the service user validate tokens; and bounds the wait:
+``[keystone_authtoken] http_connect_timeout`` (each connection and each wait for an
+answer) defaults to ``KEYSTONE_TIMEOUT_S`` here (keystonemiddleware's own default
+waits forever) and ``http_request_max_retries`` to 1.
 """
 
 from __future__ import annotations
@@ -92,19 +96,43 @@ def _unavailable_body(reason: str) -> bytes:
     }}).encode()
 
 
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``exc`` or an exception it was raised from or while handling is a ``kind``
+    (a DiscoveryFailure raised while handling a ConnectTimeout, say)."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # a chain is short; never loop on a pathological one
+        if seen is None:
+            return False
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _middleware_class() -> type:
     """auth_token's AuthProtocol answering 503 (JSON) when keystone is unreachable."""
     import webob
     from keystoneauth1 import exceptions as ksa_exceptions
     from keystonemiddleware import auth_token
 
-    unreachable = (ksa_exceptions.ConnectFailure, ksa_exceptions.DiscoveryFailure,
+    # keystoneauth's ConnectionError covers ConnectFailure (refused), ConnectTimeout
+    # (no connection or no answer within the timeout), SSLError and
+    # UnknownConnectionError; the middleware itself handles only ConnectFailure.
+    unreachable = (ksa_exceptions.ConnectionError, ksa_exceptions.DiscoveryFailure,
                    ksa_exceptions.RequestTimeout, auth_token.ServiceError)
 
     class KeystoneUnavailable(Exception):
         pass
 
     class AuthProtocol(auth_token.AuthProtocol):
+        def _reason(self, cause: BaseException) -> str:
+            reason = f"{type(cause).__name__}: {cause}"
+            if _caused_by(cause, ksa_exceptions.ConnectTimeout):
+                timeout = self._conf.get("http_connect_timeout")
+                reason += f"; no answer within [{AUTHTOKEN_GROUP}] " \
+                          f"http_connect_timeout = {timeout} s"
+            return reason
+
         def fetch_token(self, token: str, **kwargs: Any) -> Any:
             try:
                 return super().fetch_token(token, **kwargs)
@@ -113,8 +141,12 @@ def _middleware_class() -> type:
                 # InvalidToken, raised while handling the original failure.
                 cause = exc.__context__
                 if isinstance(cause, unreachable):
-                    raise KeystoneUnavailable(f"{type(cause).__name__}: {cause}") from exc
+                    raise KeystoneUnavailable(self._reason(cause)) from exc
                 raise
+            except unreachable as exc:
+                # What the middleware lets through (a stalled keystone's timeout).
+                self.log.critical("Unable to validate token: %s", exc)
+                raise KeystoneUnavailable(self._reason(exc)) from exc
 
         def process_request(self, request: Any) -> Any:
             try:

@@ -311,10 +311,11 @@ def read_paths() -> dict[str, Any]:
             **_READ,
             "operationId": "listClouds",
             "summary": "Every cloud name the history holds, beside the clouds file's.",
-            "description": "Any authenticated role (the collector checks its cloud here at "
-            "start). With a clouds file, ingest refuses events of a cloud it does not name.",
+            "description": "Roles ingest (the collector checks its cloud here at start), "
+            "read and admin; a project reader is 403 (names and counts are cloud-wide). "
+            "With a clouds file, ingest refuses events of a cloud it does not name.",
             "responses": {"200": json_body(_CLOUDS, "Every cloud, by name."),
-                          **errors(400, 401)},
+                          **errors(400, 401, 403)},
         }},
         "/healthz": {"get": {
             "tags": ["operations"], "operationId": "healthz", "security": [],

@@ -1,4 +1,5 @@
-"""Project scoping of billing reads (auth_strategy=token), on SQLite and PostgreSQL.
+"""Project scoping of billing reads, on SQLite and PostgreSQL: bearer tokens
+(auth_strategy=token), then keystone tokens (a member or reader of P reads P's).
 
 A project reader bound to P reads P's statement (JSON and CSV), the summaries list
 filtered to P (open and closed periods), 403 for another project's; price lists and
@@ -12,10 +13,9 @@ import csv
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
+import requests_mock
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
@@ -23,7 +23,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
 from tests.functional.billing.history import PRICES, october, seed
-from tests.unit.reporting.fixtures import TOKENS, ConfFactory, auth
+from tests.functional.reporting import keystone_fake
+from tests.functional.reporting.keystone_fake import FakeKeystone
+from tests.unit.reporting.fixtures import ConfFactory, auth, project_readers_app
 
 ADMIN, READ = auth("admin"), auth("read")
 P1 = {"Authorization": "Bearer tok-p1"}
@@ -34,14 +36,8 @@ STATEMENTS = "/v1/statements?cloud=c1&period=2026-10"
 
 @pytest.fixture
 def scoped_app(make_conf: ConfFactory, db_url: str, tmp_path: Path) -> Iterator[Flask]:
-    path = tmp_path / "scoped-tokens.yaml"
-    tokens: dict[str, Any] = {token: role for role, token in TOKENS.items()}
-    for project in ("p1", "p2", "p9"):
-        tokens[f"tok-{project}"] = {"role": "project_reader", "project_id": project}
-    path.write_text(yaml.safe_dump(tokens))
-    app = create_app(make_conf(db_url, api={"tokens_file": str(path)}))
-    yield app
-    app.extensions[ENGINE_KEY].dispose()
+    with project_readers_app(make_conf, db_url, tmp_path, ("p1", "p2", "p9")) as app:
+        yield app
 
 
 @pytest.fixture
@@ -130,3 +126,66 @@ def test_writes_stay_admin(billed: FlaskClient) -> None:
                       headers=P1).status_code == 403
     assert billed.post("/v1/periods/c1/2026-10/close", headers=P1).status_code == 403
     assert billed.get("/v1/periods/c1", headers=P1).get_json()["items"][0]["status"] == "open"
+
+
+# --- the same with keystone tokens (auth_strategy=keystone, the default role map) ---
+
+@pytest.fixture
+def keystone() -> Iterator[FakeKeystone]:
+    with requests_mock.Mocker() as mocker:
+        yield FakeKeystone(mocker)
+
+
+@pytest.fixture
+def keystone_billed(keystone: FakeKeystone, db_url: str,
+                    tmp_path: Path) -> Iterator[FlaskClient]:
+    app = create_app(keystone_fake.keystone_conf(tmp_path, db_url))
+    try:
+        client = app.test_client()
+        admin = {"X-Auth-Token": keystone.issue(["admin"], "p-admin")}
+        for document in PRICES:
+            assert client.put("/v1/price-lists/default", json=document,
+                              headers=admin).status_code == 201
+        seed(app.extensions[SESSIONMAKER_KEY], october())
+        yield client
+    finally:
+        app.extensions[ENGINE_KEY].dispose()
+
+
+def test_keystone_tokens_read_their_projects_statements(
+    keystone: FakeKeystone, keystone_billed: FlaskClient
+) -> None:
+    client = keystone_billed
+    member_p1 = {"X-Auth-Token": keystone.issue(["member"], "p1")}
+    reader_p2 = {"X-Auth-Token": keystone.issue(["reader"], "p2")}
+    admin = {"X-Auth-Token": keystone.issue(["admin"], "p-admin")}
+    own = client.get(f"{STATEMENTS}&project_id=p1", headers=member_p1)
+    assert own.status_code == 200, own.get_json()
+    assert own.get_json()["total"] == "1.90"
+    assert client.get(f"{STATEMENTS}&project_id=p2", headers=reader_p2).get_json()[
+        "total"] == "0.72"
+    for token, other in ((member_p1, "p2"), (reader_p2, "p1")):
+        refused = client.get(f"{STATEMENTS}&project_id={other}", headers=token)
+        assert refused.status_code == 403
+        assert refused.get_json()["error"]["code"] == "forbidden"
+    assert summaries(client, member_p1) == [("p1", "1.90")]
+    assert summaries(client, reader_p2) == [("p2", "0.72")]
+    assert summaries(client, admin) == [("p-free", "0.00"), ("p1", "1.90"), ("p2", "0.72"),
+                                        ("p3", "0.00")]
+    csv_rows = client.get(STATEMENTS, headers={**member_p1, "Accept": "text/csv"})
+    assert [(r["project_id"], r["total"]) for r in
+            csv.DictReader(io.StringIO(csv_rows.get_data(as_text=True)))] == [("p1", "1.90")]
+
+
+def test_keystone_tokens_without_a_project_or_a_role_read_no_statement(
+    keystone: FakeKeystone, keystone_billed: FlaskClient
+) -> None:
+    client = keystone_billed
+    domain_scoped = {"X-Auth-Token": keystone.issue(["member"], None)}
+    no_role = {"X-Auth-Token": keystone.issue(["load-balancer_member"], "p1")}
+    for headers in (domain_scoped, no_role):
+        for url in (STATEMENTS, f"{STATEMENTS}&project_id=p1"):
+            response = client.get(url, headers=headers)
+            assert response.status_code == 403, url
+    assert client.get(STATEMENTS).status_code == 401
+    assert client.get(STATEMENTS, headers={"X-Auth-Token": "unknown"}).status_code == 401

@@ -3,13 +3,16 @@
 ``openstack`` plugin tests run against.
 
 Accounts (clouds.yaml entries): ``sim-admin`` (admin: admin), ``sim-member`` (demo,
-member and reader of the first project: project_reader), ``sim-auditor`` (keystone
-role tally_auditor: read, every project), ``sim-collector`` (tally_ingest: ingest).
+member and reader of the first project: project_reader), ``sim-viewer`` (keystone role
+reader alone, on the first project: project_reader), ``sim-auditor`` (keystone role
+tally_auditor: read, every project), ``sim-collector`` (tally_ingest: ingest).
 """
 
 from __future__ import annotations
 
 import contextlib
+import socket
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +30,9 @@ from tests.unit.reporting.fixtures import RunningServer, start_server, write_con
 
 ROLE_MAP = ("admin:admin,member:project_reader,reader:project_reader,"
             "tally_auditor:read,tally_ingest:ingest")
-EXTRA_USERS = {"auditor": "tally_auditor", "collector": "tally_ingest"}
+# name: (its only keystone role, on the first project?); the others are on the second.
+EXTRA_USERS = {"auditor": ("tally_auditor", False), "collector": ("tally_ingest", False),
+               "viewer": ("reader", True)}
 SMALL = {"vcpus": 1, "ram_gb": 2, "disk_gb": 20, "flavor": "m1.small"}
 
 
@@ -67,6 +72,25 @@ def event(number: int, project: str, resource_type: str = "instance") -> dict[st
     }
 
 
+def reporting_config(workdir: Path, db_url: str, auth_url: str, service: User,
+                     **authtoken: object) -> Path:
+    """tally-reporting's configuration: keystone auth against ``auth_url``, logging in
+    as ``service``; ``authtoken`` adds or overrides ``[keystone_authtoken]`` options."""
+    return write_config(
+        workdir / "reporting.conf", db_url, "",
+        api={"auth_strategy": "keystone", "tokens_file": "", "keystone_role_map": ROLE_MAP},
+        keystone_authtoken={
+            "auth_type": "password", "auth_url": auth_url, "www_authenticate_uri": auth_url,
+            "username": service.name, "password": service.password,
+            "project_name": service.project_name, "user_domain_name": DOMAIN_NAME,
+            "project_domain_name": DOMAIN_NAME, "interface": "public",
+            # Ask keystone on every request, so a revocation shows at once.
+            "token_cache_time": -1,
+            **authtoken,
+        },
+    )
+
+
 def _write_clouds(sim: SimCloudServer, path: Path) -> Path:
     sim.write_clouds_yaml(path)
     document = yaml.safe_load(path.read_text())
@@ -82,30 +106,19 @@ def _write_clouds(sim: SimCloudServer, path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def keystone_cloud(db_url: str, workdir: Path) -> Iterator[KeystoneCloud]:
+def keystone_cloud(db_url: str, workdir: Path, **authtoken: object) -> Iterator[KeystoneCloud]:
     """The simulated cloud and tally-reporting behind its keystone, with two projects'
-    instances ingested (vm-1 in the member's project, vm-2 in another)."""
+    instances ingested (vm-1 in the member's project, vm-2 in another); ``authtoken``
+    adds ``[keystone_authtoken]`` options."""
     with running_simcloud(WorldConfig(seed=5, scale=0)) as sim:
         member_project = sim.world.projects[0]
         other_project = sim.world.projects[1]
-        for name, role in EXTRA_USERS.items():
+        for name, (role, on_member_project) in EXTRA_USERS.items():
+            project = member_project if on_member_project else other_project
             sim.identity.add_user(User(uuid.uuid4().hex, name, f"{name}-secret",
-                                       other_project.id, other_project.name, (role,)))
-        service = sim.identity.users["tally"]
-        config = write_config(
-            workdir / "reporting.conf", db_url, "",
-            api={"auth_strategy": "keystone", "tokens_file": "",
-                 "keystone_role_map": ROLE_MAP},
-            keystone_authtoken={
-                "auth_type": "password", "auth_url": f"{sim.base_url}/identity/v3",
-                "www_authenticate_uri": f"{sim.base_url}/identity/v3",
-                "username": service.name, "password": service.password,
-                "project_name": service.project_name, "user_domain_name": DOMAIN_NAME,
-                "project_domain_name": DOMAIN_NAME, "interface": "public",
-                # Ask keystone on every request, so a revocation shows at once.
-                "token_cache_time": -1,
-            },
-        )
+                                       project.id, project.name, (role,)))
+        config = reporting_config(workdir, db_url, f"{sim.base_url}/identity/v3",
+                                  sim.identity.users["tally"], **authtoken)
         api = start_server(config, workdir / "reporting.log")
         try:
             sim.tally_url = api.base_url
@@ -120,3 +133,29 @@ def keystone_cloud(db_url: str, workdir: Path) -> Iterator[KeystoneCloud]:
             yield cloud
         finally:
             api.stop()
+
+
+@contextlib.contextmanager
+def stalled_listener() -> Iterator[str]:
+    """``http://127.0.0.1:PORT``: a loopback listener that accepts every connection and
+    never answers (a keystone whose process hangs), until the block ends."""
+    server = socket.create_server(("127.0.0.1", 0), backlog=64)
+    server.settimeout(0.2)  # so the accepting thread sees the end of the block
+    held: list[socket.socket] = []
+    done = threading.Event()
+
+    def accept() -> None:
+        while not done.is_set():
+            with contextlib.suppress(TimeoutError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        done.set()
+        thread.join(timeout=5)
+        server.close()
+        for connection in held:
+            connection.close()

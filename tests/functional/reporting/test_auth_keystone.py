@@ -3,103 +3,23 @@ keystone v3 faked at the transport (requests-mock + keystoneauth1 fixtures)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import requests
 import requests_mock
 from flask import Flask
 from flask.testing import FlaskClient
-from keystoneauth1 import fixture as ks_fixture
 from oslo_config import cfg
 
-from reporting import opts
 from reporting.api.auth import AuthConfigError
 from reporting.api.keystone_auth import NO_ROLE, tally_role
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
 from reporting.ingest import ingest_events
-
-KEYSTONE = "http://keystone.test"
-AUTH_URL = KEYSTONE + "/v3"
-SERVICE_TOKEN = "service-" + uuid.uuid4().hex
-
-KEYSTONE_SECTION = f"""
-[keystone_authtoken]
-# Every request asks keystone (a revoked token is refused at once).
-token_cache_time = -1
-auth_type = password
-auth_url = {AUTH_URL}
-www_authenticate_uri = {AUTH_URL}
-username = tally
-password = secret
-project_name = service
-user_domain_id = default
-project_domain_id = default
-service_token_roles_required = true
-"""
-
-
-def _user_token(roles: list[str], project_id: str | None = "p1") -> dict[str, Any]:
-    if project_id is None:  # a domain-scoped token
-        token = ks_fixture.V3Token(user_id="u1", user_name="alice", user_domain_id="default",
-                                   domain_id="default", domain_name="Default")
-    else:
-        token = ks_fixture.V3Token(user_id="u1", user_name="alice", user_domain_id="default",
-                                   project_id=project_id, project_name=f"name-{project_id}",
-                                   project_domain_id="default")
-    for role in roles:
-        token.add_role(name=role)
-    return token
-
-
-def _service_token() -> dict[str, Any]:
-    token = ks_fixture.V3Token(user_id="svc", user_name="tally", project_id="svcp",
-                               project_name="service", user_domain_id="default",
-                               project_domain_id="default")
-    token.add_role(name="service")
-    identity = token.add_service("identity")
-    identity.add_standard_endpoints(public=AUTH_URL, internal=AUTH_URL, admin=AUTH_URL)
-    return token
-
-
-class FakeKeystone:
-    """Keystone v3 at the transport: discovery, the service login, token validation."""
-
-    def __init__(self, mocker: requests_mock.Mocker) -> None:
-        self.tokens: dict[str, dict[str, Any]] = {}
-        self.mocker = mocker
-        discovery = ks_fixture.DiscoveryList(href=KEYSTONE, v2=False)
-        mocker.get(KEYSTONE, json=discovery)
-        mocker.get(AUTH_URL, json={"version": ks_fixture.V3Discovery(AUTH_URL)})
-        mocker.post(AUTH_URL + "/auth/tokens", json=_service_token(),
-                    headers={"X-Subject-Token": SERVICE_TOKEN}, status_code=201)
-        mocker.get(AUTH_URL + "/auth/tokens", json=self._validate)
-        self.validations = 0
-
-    def issue(self, roles: list[str], project_id: str | None = "p1") -> str:
-        token_id = uuid.uuid4().hex
-        self.tokens[token_id] = _user_token(roles, project_id)
-        return token_id
-
-    def revoke(self, token_id: str) -> None:
-        del self.tokens[token_id]
-
-    def _validate(self, request: Any, context: Any) -> dict[str, Any]:
-        self.validations += 1
-        if request.headers.get("X-Auth-Token") != SERVICE_TOKEN:
-            context.status_code = 401
-            return {"error": {"code": 401, "message": "service not authenticated"}}
-        body = self.tokens.get(request.headers.get("X-Subject-Token", ""))
-        if body is None:
-            context.status_code = 404
-            return {"error": {"code": 404, "message": "token not found"}}
-        context.status_code = 200
-        context.headers["X-Subject-Token"] = request.headers["X-Subject-Token"]
-        return body
+from tests.functional.reporting import keystone_fake
+from tests.functional.reporting.keystone_fake import AUTH_URL, FakeKeystone
 
 
 @pytest.fixture
@@ -111,14 +31,7 @@ def keystone() -> Iterator[FakeKeystone]:
 @pytest.fixture
 def keystone_conf(tmp_path: Path, db_url: str) -> Callable[..., cfg.ConfigOpts]:
     def factory(extra: str = "") -> cfg.ConfigOpts:
-        path = tmp_path / "tally.conf"
-        path.write_text(f"[api]\nauth_strategy = keystone\n{extra}\n{KEYSTONE_SECTION}")
-        conf = cfg.ConfigOpts()
-        opts.register_opts(conf)
-        conf(["--config-file", str(path)], project="tally", default_config_files=[],
-             default_config_dirs=[])
-        conf.set_override("connection", db_url, group="database")
-        return conf
+        return keystone_fake.keystone_conf(tmp_path, db_url, extra)
 
     return factory
 
@@ -279,12 +192,19 @@ def test_revoked_token_is_401(keystone: FakeKeystone, ks_client: FlaskClient) ->
     assert response.status_code == 401
 
 
+@pytest.mark.parametrize(("failure", "seen_as"), [
+    (requests.exceptions.ConnectionError("refused"), "ConnectFailure"),
+    # A keystone that accepts and never answers (the middleware lets this one through).
+    (requests.exceptions.ReadTimeout("read timed out"), "ConnectTimeout"),
+    (requests.exceptions.ConnectTimeout("connect timed out"), "ConnectTimeout"),
+    (requests.exceptions.SSLError("certificate verify failed"), "SSLError"),
+    (requests.exceptions.ChunkedEncodingError("connection broken"), "UnknownConnectionError"),
+])
 def test_keystone_unreachable_is_503_not_a_hang(
-    keystone_conf: Callable[..., cfg.ConfigOpts],
+    keystone_conf: Callable[..., cfg.ConfigOpts], failure: Exception, seen_as: str,
 ) -> None:
     with requests_mock.Mocker() as mocker:
-        mocker.register_uri(requests_mock.ANY, requests_mock.ANY,
-                            exc=requests.exceptions.ConnectionError("refused"))
+        mocker.register_uri(requests_mock.ANY, requests_mock.ANY, exc=failure)
         app = create_app(keystone_conf())
         try:
             client = app.test_client()
@@ -293,6 +213,13 @@ def test_keystone_unreachable_is_503_not_a_hang(
             error = response.get_json()["error"]
             assert error["code"] == "keystone_unavailable"
             assert "keystone is unavailable" in error["message"]
+            assert f"({seen_as}: " in error["message"], error["message"]
+            timed_out = "http_connect_timeout = 5 s" in error["message"]
+            assert timed_out == (seen_as == "ConnectTimeout"), error["message"]
+            # A service token is validated by the same path.
+            response = client.get("/v1/resources", headers={"X-Auth-Token": "some-token",
+                                                            "X-Service-Token": "svc-token"})
+            assert response.status_code == 503
             # A request without a token needs no keystone: still a plain 401.
             assert client.get("/v1/resources").status_code == 401
             assert client.get("/healthz").status_code == 200
@@ -331,5 +258,26 @@ def test_service_user_refused_by_keystone_is_503(
         assert response.status_code == 503
         message = response.get_json()["error"]["message"]
         assert "ServiceError" in message and "rejected authorization" in message
+    finally:
+        app.extensions[ENGINE_KEY].dispose()
+
+
+def test_clouds_list_is_cloud_wide(keystone: FakeKeystone,
+                                   keystone_conf: Callable[..., cfg.ConfigOpts]) -> None:
+    """Cloud names and every cloud's resource count: not for a project's member, nor
+    for a token whose roles map to no Tally role."""
+    app = create_app(keystone_conf("keystone_role_map = admin:admin,member:project_reader,"
+                                   "tally_auditor:read,tally_ingest:ingest"))
+    try:
+        _seed(app)
+        client = app.test_client()
+        for roles in (["member"], ["load-balancer_member"]):
+            response = client.get("/v1/clouds", headers={"X-Auth-Token": keystone.issue(roles)})
+            assert response.status_code == 403, roles
+            assert response.get_json()["error"]["code"] == "forbidden"
+        for roles in (["tally_ingest"], ["tally_auditor"], ["admin"]):
+            response = client.get("/v1/clouds", headers={"X-Auth-Token": keystone.issue(roles)})
+            assert response.status_code == 200, roles
+            assert response.get_json()["items"][0]["resources"] == 2
     finally:
         app.extensions[ENGINE_KEY].dispose()

@@ -1,5 +1,6 @@
 """Project scoping of every query endpoint (auth_strategy=token; the keystone strategy
-is in tests/unit/reporting/test_auth_keystone.py), on SQLite and PostgreSQL.
+is in tests/functional/reporting/test_auth_keystone.py, every route's decision in
+test_scope_routes.py), on SQLite and PostgreSQL.
 
 A project reader bound to P sees P's rows only: lists filtered to P, another
 project's resource 404, a filter naming another project 403. read and admin
@@ -14,16 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy.orm import sessionmaker
 
-from reporting.app import create_app
-from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
+from reporting.db.session import SESSIONMAKER_KEY
 from tests.functional.reporting import query_fixtures
 from tests.functional.reporting.query_fixtures import assert_contract, at
-from tests.unit.reporting.fixtures import TOKENS, ConfFactory, auth
+from tests.unit.reporting.fixtures import ConfFactory, auth, project_readers_app
 
 P1 = {"Authorization": "Bearer tok-p1"}
 P2 = {"Authorization": "Bearer tok-p2"}
@@ -33,14 +32,8 @@ USAGE = f"/v1/usage?from={at(0)}&to={at(3)}"
 
 @pytest.fixture
 def scoped_app(make_conf: ConfFactory, db_url: str, tmp_path: Path) -> Iterator[Flask]:
-    path = tmp_path / "scoped-tokens.yaml"
-    tokens: dict[str, Any] = {token: role for role, token in TOKENS.items()}
-    tokens["tok-p1"] = {"role": "project_reader", "project_id": "p1"}
-    tokens["tok-p2"] = {"role": "project_reader", "project_id": "p2"}
-    path.write_text(yaml.safe_dump(tokens))
-    app = create_app(make_conf(db_url, api={"tokens_file": str(path)}))
-    yield app
-    app.extensions[ENGINE_KEY].dispose()
+    with project_readers_app(make_conf, db_url, tmp_path, ("p1", "p2")) as app:
+        yield app
 
 
 @pytest.fixture

@@ -5,12 +5,18 @@ distribution could also ship; installed side by side, one would silently replace
 the other's files.  Tally is therefore installed into a virtualenv of its own
 (docs/deployment.md), and these tests fail when anything else in the environment
 claims one of the names.
+
+The ``openstack`` plugin is found through the installed metadata alone (entry points
+``openstack.cli.extension`` and ``openstack.tally.v1``): these tests check that they
+are installed as setup.cfg declares them and load what OSC expects.
 """
 
 from __future__ import annotations
 
+import configparser
 import importlib
 import importlib.metadata
+import inspect
 from pathlib import Path
 
 import pytest
@@ -38,3 +44,47 @@ def test_the_alembic_directory_does_not_shadow_the_library() -> None:
     assert not (REPO_ROOT / "alembic" / "__init__.py").exists()
     assert alembic.__file__ is not None
     assert not Path(alembic.__file__).resolve().is_relative_to(REPO_ROOT / "alembic")
+
+
+def _declared_entry_points(group: str) -> dict[str, str]:
+    """``group`` as setup.cfg declares it: {name: "module[:attr]"}."""
+    parser = configparser.ConfigParser()
+    parser.read(REPO_ROOT / "setup.cfg")
+    lines = parser["options.entry_points"][group].strip().splitlines()
+    return dict((part.strip() for part in line.split("=", 1)) for line in lines)
+
+
+def _installed_entry_points(group: str) -> dict[str, importlib.metadata.EntryPoint]:
+    """``group`` in the installed distribution's metadata (what OSC's stevedore reads)."""
+    found = importlib.metadata.distribution("tally").entry_points.select(group=group)
+    return {entry.name: entry for entry in found}
+
+
+@pytest.mark.parametrize("group", ["openstack.cli.extension", "openstack.tally.v1"])
+def test_the_openstack_plugin_entry_points_are_installed(group: str) -> None:
+    installed = {name: entry.value for name, entry in _installed_entry_points(group).items()}
+    assert installed, f"no {group} entry point installed: reinstall (pip install -e .)"
+    assert installed == _declared_entry_points(group), (
+        "the installed metadata differs from setup.cfg: reinstall (pip install -e .)")
+
+
+def test_the_openstack_plugin_module_is_what_osc_loads() -> None:
+    (extension,) = _installed_entry_points("openstack.cli.extension").values()
+    plugin = extension.load()
+    assert plugin.API_NAME == extension.name == "tally"
+    # OSC reads the version option and the versions, then the commands of each
+    # version from the group openstack.<API_NAME>.v<version>.
+    assert plugin.API_VERSION_OPTION == "os_tally_api_version"
+    assert plugin.DEFAULT_API_VERSION in plugin.API_VERSIONS
+    assert callable(plugin.make_client) and callable(plugin.build_option_parser)
+    for version in plugin.API_VERSIONS:
+        assert _installed_entry_points(f"openstack.{plugin.API_NAME}.v{version}")
+
+
+@pytest.mark.parametrize("name", sorted(_declared_entry_points("openstack.tally.v1")))
+def test_each_openstack_command_resolves_to_a_command_class(name: str) -> None:
+    from cliff.command import Command
+
+    command = _installed_entry_points("openstack.tally.v1")[name].load()
+    assert inspect.isclass(command) and issubclass(command, Command), command
+    assert not inspect.isabstract(command), f"{name}: {command} leaves methods abstract"

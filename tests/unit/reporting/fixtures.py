@@ -8,6 +8,7 @@ database the session migrated once with the project's Alembic chain.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -104,6 +105,23 @@ def app(conf: cfg.ConfigOpts) -> Iterator[Flask]:
     application.config["TESTING"] = True
     yield application
     application.extensions[ENGINE_KEY].dispose()
+
+
+@contextlib.contextmanager
+def project_readers_app(make_conf: ConfFactory, db_url: str, tmp_path: Path,
+                        projects: tuple[str, ...]) -> Iterator[Flask]:
+    """An app whose tokens file holds TOKENS and, for each P of ``projects``, the
+    bearer token ``tok-P`` of a project reader bound to P."""
+    path = tmp_path / "scoped-tokens.yaml"
+    tokens: dict[str, Any] = {token: role for role, token in TOKENS.items()}
+    for project in projects:
+        tokens[f"tok-{project}"] = {"role": "project_reader", "project_id": project}
+    path.write_text(yaml.safe_dump(tokens))
+    application = create_app(make_conf(db_url, api={"tokens_file": str(path)}))
+    try:
+        yield application
+    finally:
+        application.extensions[ENGINE_KEY].dispose()
 
 
 @pytest.fixture
