@@ -48,8 +48,10 @@ def check_base_url(where: str, url: str | None) -> str:
     return text.rstrip("/")
 
 
-def describe_request_error(exc: requests.RequestException, base_url: str) -> str:
-    """One line for a request that got no answer: refused, unknown host, timeout, TLS."""
+def describe_request_error(exc: requests.RequestException, base_url: str,
+                           service: str = "the Reporting API") -> str:
+    """One line for a request that got no answer: refused, unknown host, timeout, TLS
+    (``service``: what should have answered, for the hint of a refused connection)."""
     parts = urlsplit(base_url)
     address = parts.netloc or base_url
     text = " ".join(str(exc).split())
@@ -59,7 +61,7 @@ def describe_request_error(exc: requests.RequestException, base_url: str) -> str
             "nodename nor servname" in text or "Temporary failure in name resolution" in text:
         return f"unknown host {parts.hostname!r} (check the URL's host name or DNS)"
     if "Connection refused" in text:
-        return f"connection refused by {address} (is the Reporting API running there?)"
+        return f"connection refused by {address} (is {service} running there?)"
     if isinstance(exc, requests.exceptions.SSLError):
         return f"TLS handshake with {address} failed"
     # urllib3 repeats its own text inside requests' message: keep the innermost reason.

@@ -151,15 +151,18 @@ def _drive(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def write_tally_clouds(path: str, cloud: str) -> Path:
-    """Tally's clouds file for this simulated cloud (adapter entry sim-admin)."""
+def write_tally_clouds(path: str, cloud: str, base_url: str) -> Path:
+    """Tally's clouds file for this simulated cloud (adapter entry sim-admin), naming
+    its clock so a sync told an instant the month has not reached is refused."""
     document = {"clouds": [{
         "name": cloud, "platform": "openstack", "adapter": "openstack", "clock": "simulated",
+        "clock_url": base_url.rstrip("/") + "/_sim/clock",
         "adapter_config": {"os_cloud": "sim-admin", "include_octavia": True}}]}
     target = Path(path)
     target.write_text("# Tally's clouds file ([sync] clouds_file), written by tally-simcloud.\n"
                       "# clock: simulated - every sync of this cloud must be told its instant\n"
-                      "# (tally-sync --at T, T from GET /_sim/clock).\n"
+                      "# (tally-sync --at T, T from GET /_sim/clock), never one after the\n"
+                      "# clock at clock_url (refused).\n"
                       + yaml.safe_dump(document, sort_keys=False))
     return target
 
@@ -202,7 +205,7 @@ def _serve(args: argparse.Namespace) -> int:
         LOG.info("wrote OpenStack's clouds.yaml %s (entries sim-admin, sim-member, "
                  "sim-admin-readonly, sim-tally-service)", path)
     if args.write_tally_clouds:
-        path = write_tally_clouds(args.write_tally_clouds, args.cloud)
+        path = write_tally_clouds(args.write_tally_clouds, args.cloud, server.base_url)
         LOG.info("wrote Tally's clouds file %s (cloud %s, clock: simulated)", path, args.cloud)
     LOG.info("broker: %s; exchanges %s", _redact(args.transport_url) or "(none: nothing published)",
              ",".join(prefix + s for s in STOCK_EXCHANGES))

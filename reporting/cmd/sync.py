@@ -7,7 +7,8 @@ named), prints one line per run and exits 1 if any run did not complete.
 
 At start it checks ``[sync] api_url`` and names the API it calls.  A cloud marked
 ``clock: simulated`` in the clouds file (``tally-simcloud``) needs ``--at``: a run
-booked at wall time would top the run list of a simulated month forever.
+booked at wall time would top the run list of a simulated month forever; an ``--at``
+beyond that cloud's own clock (``clock_url``) is refused the same way, before any run.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import requests
@@ -24,6 +26,9 @@ from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from mapping.token_file import TokenFileError, read_token_file
 from reporting.cmd import ConfigError, load_conf
+
+if TYPE_CHECKING:
+    from reporting.sync.clouds import CloudEntry
 
 PROG = "tally-sync"
 # The API holds a sync's response open for the budget and a little more.
@@ -66,7 +71,27 @@ def _clouds(conf: cfg.ConfigOpts, at: str | None) -> list[str]:
             f"cloud {simulated[0]!r} runs on a simulated clock (clock: simulated in "
             f"{conf.sync.clouds_file}): pass --at T, T from the simulated cloud's "
             "GET /_sim/clock")
+    if at is not None:
+        _check_told_instant([entries[name] for name in clouds if name in entries], at)
     return clouds
+
+
+def _check_told_instant(entries: list[CloudEntry], at: str) -> None:
+    """Refuse --at beyond a simulated cloud's clock here, before any run (the API
+    checks it too, for callers that do not read the clouds file)."""
+    from reporting.sync.told_instant import (
+        ClockUnreadable,
+        ToldInstantRefused,
+        check_told_instant,
+    )
+
+    for entry in entries:
+        try:
+            check_told_instant(entry, parse_timestamp(at))
+        except ToldInstantRefused as exc:
+            raise ConfigError(f"--at {exc}") from None
+        except ClockUnreadable:
+            pass  # the API, which may reach it, decides (503 when it cannot either)
 
 
 def _deferred(value: object) -> str:
