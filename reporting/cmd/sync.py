@@ -26,6 +26,7 @@ from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from mapping.token_file import TokenFileError, read_token_file
 from reporting.cmd import ConfigError, load_conf
+from reporting.sync.stats import describe_deferred
 
 if TYPE_CHECKING:
     from reporting.sync.clouds import CloudEntry
@@ -94,14 +95,6 @@ def _check_told_instant(entries: list[CloudEntry], at: str) -> None:
             pass  # the API, which may reach it, decides (503 when it cannot either)
 
 
-def _deferred(value: object) -> str:
-    if not isinstance(value, dict):
-        return str(value)
-    total = sum(count for count in value.values() if isinstance(count, int))
-    parts = ", ".join(f"{reason} {count}" for reason, count in sorted(value.items()) if count)
-    return f"{total} ({parts})" if parts else str(total)
-
-
 def _reasons(base_url: str, headers: dict[str, str], cloud: str, run_id: str) -> str:
     """The failed run's reasons, read back from GET /v1/sync-runs (best effort)."""
     try:
@@ -129,7 +122,7 @@ def _describe(cloud: str, response: requests.Response, base_url: str,
         stats = body.get("stats", {})
         return True, (f"{cloud}: run {body.get('id')} completed: created {stats.get('created')}, "
                       f"updated {stats.get('updated')}, deleted {stats.get('deleted')}, "
-                      f"deferred {_deferred(stats.get('deferred'))}")
+                      f"deferred {describe_deferred(stats.get('deferred'))}")
     if response.status_code == 500 and "run_id" in body:
         reasons = _reasons(base_url, headers, cloud, str(body["run_id"]))
         return False, f"{cloud}: run {body['run_id']} failed: {reasons}"

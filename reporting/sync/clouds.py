@@ -23,6 +23,7 @@ import yaml
 
 from mapping.event import MAX_ID_LEN
 from reporting.sync.observation import Adapter
+from reporting.yaml_errors import where_and_why
 
 
 class CloudsFileError(ValueError):
@@ -106,10 +107,7 @@ def _clock_url(where: str, clock: str, value: Any) -> str | None:
 
 
 def _yaml_error(path: str, exc: yaml.YAMLError) -> CloudsFileError:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    return CloudsFileError(f"clouds file {path} is not valid YAML{where}: {problem}")
+    return CloudsFileError(f"clouds file {path} is not valid YAML{where_and_why(exc)}")
 
 
 def _refuse_openstack_clouds_yaml(path: str, clouds: Any) -> None:

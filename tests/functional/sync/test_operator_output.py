@@ -17,6 +17,7 @@ from mapping.event import format_timestamp
 from reporting.cli import main as cli
 from reporting.cmd import sync as sync_cmd
 from reporting.sync.run_ids import new_run_id
+from reporting.sync.stats import describe_deferred
 from simcloud.cmd import write_tally_clouds
 from tests.functional.sync.conftest import ADMIN, READ, START, Syncer, running_syncer
 
@@ -110,6 +111,21 @@ def test_runs_told_the_same_instant_list_in_the_order_they_ran(syncer: Syncer) -
     ran = [syncer.sync_ok(T1)["id"] for _ in range(4)]
     listed = syncer.client.get("/v1/sync-runs?limit=10", headers=READ).get_json()["items"]
     assert [run["id"] for run in listed] == list(reversed(ran))
+
+
+def test_the_api_logs_a_run_in_words_as_tally_sync_prints_it(
+        syncer: Syncer, caplog: pytest.LogCaptureFixture) -> None:
+    syncer.advance(T1)
+    with caplog.at_level(logging.INFO, logger="reporting.sync.runner"):
+        run = syncer.sync_ok(T1)
+    lines = [r.getMessage() for r in caplog.records if r.name == "reporting.sync.runner"]
+    stats = run["stats"]
+    assert lines == [f"sync run {run['id']} of sim completed: created {stats['created']}, "
+                     f"updated {stats['updated']}, deleted {stats['deleted']}, "
+                     f"deferred {describe_deferred(stats['deferred'])}, errors 0"]
+    assert "{" not in lines[0]
+    assert describe_deferred({"transition": 0, "recent": 0}) == "0"
+    assert describe_deferred({"transition": 1, "recent": 2}) == "3 (recent 2, transition 1)"
 
 
 def test_run_ids_sort_in_the_order_they_were_made() -> None:

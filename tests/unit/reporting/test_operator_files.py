@@ -38,6 +38,18 @@ def test_an_unquoted_numeric_token_must_be_quoted(tmp_path: Path) -> None:
         load_tokens(path)
 
 
+def test_a_yaml_error_in_the_tokens_file_gives_the_line(tmp_path: Path) -> None:
+    path = _file(tmp_path, "tokens.yaml", """\
+        "tok-a": read
+        "tok-b": [admin
+        """)
+    with pytest.raises(AuthConfigError) as caught:
+        load_tokens(path)
+    message = str(caught.value)
+    assert re.fullmatch(rf"\[api\] tokens_file {re.escape(path)} is not valid YAML at line 3, "
+                        r"column 1: expected ',' or '\]', but got '<stream end>'", message), message
+
+
 @pytest.mark.parametrize("token", ["caf\u20ac-token", "tok\u00e9n\u0142"])
 def test_a_token_outside_latin1_is_refused_at_start(tmp_path: Path, token: str) -> None:
     path = _file(tmp_path, "tokens.yaml", f'"{token}": read\n')
