@@ -24,6 +24,7 @@ import yaml
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from simcloud import driver
 from simcloud.config import STOCK_EXCHANGES, ConfigError, WorldConfig
+from simcloud.listening import ListenError, format_bind, listen
 
 LOG = logging.getLogger("simcloud")
 
@@ -134,8 +135,15 @@ def _drive(args: argparse.Namespace) -> int:
             return 2
     clock = driver.HttpClock(args.sim_url)
     try:
-        until = args.until or parse_timestamp(requests.get(
-            args.sim_url.rstrip("/") + "/_sim/clock", timeout=60).json()["end"])
+        document = requests.get(args.sim_url.rstrip("/") + "/_sim/clock", timeout=60).json()
+        until = args.until or parse_timestamp(document["end"])
+        LOG.info("simulated cloud: %s (clock at %s); driving it to %s in steps of %gs",
+                 args.sim_url, document["at"], format_timestamp(until), args.step_s)
+        if args.reporting_url:
+            LOG.info("Reporting API: %s (syncing cloud %s after each step)",
+                     args.reporting_url, args.cloud)
+        else:
+            LOG.info("Reporting API: none (no --reporting-url: the clock only, no syncs)")
         sync = driver.http_sync(args.reporting_url, args.cloud, token) \
             if args.reporting_url else None
         failed = 0
@@ -180,8 +188,6 @@ def world_config(args: argparse.Namespace) -> WorldConfig:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from simcloud.server import SimCloudServer  # imports oslo.messaging
-
     prefix = args.exchange_prefix
     try:
         config = world_config(args)
@@ -190,15 +196,19 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     host, port = args.bind
     try:
-        server = SimCloudServer(config, host=host, port=port, tally_url=args.tally_url)
-        server.identity.token_ttl = dt.timedelta(seconds=args.token_ttl)
-    except Exception as exc:  # a transport URL oslo refuses, ...
-        print(f"tally-simcloud: cannot build the world: {exc}", file=sys.stderr)
-        return 1
+        sock = listen(host, port)  # first: an address in use costs no world
+    except ListenError as exc:
+        print(f"tally-simcloud: --bind {format_bind(host, port)!r}: {exc}", file=sys.stderr)
+        return 2
+    from simcloud.server import SimCloudServer  # imports oslo.messaging
     try:
+        server = SimCloudServer(config, host=host, port=port, tally_url=args.tally_url,
+                                sock=sock)
+        server.identity.token_ttl = dt.timedelta(seconds=args.token_ttl)
         server.bind()
-    except (OSError, SystemExit) as exc:  # werkzeug exits on an address in use
-        print(f"tally-simcloud: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
+    except Exception as exc:  # a transport URL oslo refuses, ...
+        sock.close()
+        print(f"tally-simcloud: cannot build the world: {exc}", file=sys.stderr)
         return 1
     if args.write_clouds_yaml:
         path = server.write_clouds_yaml(args.write_clouds_yaml)
