@@ -53,7 +53,8 @@ def describe_request_error(exc: requests.RequestException, base_url: str,
     """One line for a request that got no answer: refused, unknown host, timeout, TLS
     (``service``: what should have answered, for the hint of a refused connection)."""
     parts = urlsplit(base_url)
-    address = parts.netloc or base_url
+    # host:port only: a URL's user:password@ must not reach a log line
+    address = parts.netloc.rpartition("@")[2] or base_url
     text = " ".join(str(exc).split())
     if isinstance(exc, requests.Timeout):
         return f"{address} did not answer in time"

@@ -123,6 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         LOG.info("database: %s", database)
         LOG.info("clouds file: %s", conf.sync.clouds_file or "(none: every sync answers 404)")
+        if conf.sync.clouds_file:  # the adapter's credentials, read again at every run
+            from reporting.openstack.credentials import describe_search
+
+            LOG.info("OpenStack clouds.yaml: %s", describe_search(os.environ))
         LOG.info("serving the Reporting API on http://%s with %s workers", bind, conf.api.workers)
         LOG.info("prometheus multiprocess directory %s", metrics_dir)
         # The workers fork from this process: what start-up built is frozen out of

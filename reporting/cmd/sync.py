@@ -23,6 +23,7 @@ import requests
 from oslo_config import cfg
 
 from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
+from mapping.config_check import redact_url
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from mapping.token_file import TokenFileError, read_token_file
 from reporting.cmd import ConfigError, load_conf
@@ -154,7 +155,7 @@ def run(conf: cfg.ConfigOpts) -> int:
         headers["Authorization"] = f"Bearer {token}"
     timeout = float(conf.sync.budget_s) + RESPONSE_MARGIN_S
     clouds = _clouds(conf, at)
-    print(f"Reporting API: {base_url}" + (f"; told instant {at}" if at else ""))
+    print(f"Reporting API: {redact_url(base_url)}" + (f"; told instant {at}" if at else ""))
     failed = 0
     for cloud in clouds:
         url = f"{base_url}/internal/sync/{quote(cloud, safe='')}"

@@ -184,3 +184,28 @@ def test_a_broken_disk_is_logged_with_its_reason_once(tmp_path: Path) -> None:
     assert any("Parking failed too (disk on fire)" in line for line in lines), lines
     for line in lines:
         assert line.count("disk on fire") <= 1 and "OSError" not in line, line
+
+
+def test_the_start_names_the_broker_and_the_api_without_passwords(tmp_path: Path) -> None:
+    log = tmp_path / "collector.log"
+    broker = f"rabbit://tally:s3cret@127.0.0.1:{_free_port()}/"  # unreachable: still named
+    api = f"http://ingest:pa55@127.0.0.1:{_free_port()}"
+    config = _config(tmp_path, reporting_url=api)
+    Path(config).write_text(Path(config).read_text().replace(
+        "transport_url = fake:\n", f"transport_url = {broker}\nlog_file = {log}\n"))
+    process = subprocess.Popen([str(BIN / "tally-collector"), "--config-file", config],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and "Reporting API: " not in (
+                log.read_text() if log.exists() else ""):
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            time.sleep(0.1)
+    finally:
+        process.terminate()
+        process.wait(60)
+    text = log.read_text()
+    messages = [line.split(" [-] ", 1)[1] for line in text.splitlines() if " INFO collector " in line]
+    assert messages[:2] == [f"broker: {broker.replace('s3cret', '***')}",
+                            f"Reporting API: {api.replace('pa55', '***')}"], messages
+    assert "s3cret" not in text and "pa55" not in text, text
