@@ -21,7 +21,6 @@ from simcloud import clouds_yaml
 from simcloud.api import create_app
 from simcloud.api.keystone import TALLY_URL_KEY
 from simcloud.config import WorldConfig
-from simcloud.listening import listen
 from simcloud.identity import (
     ADMIN_ROLE,
     MEMBER_ROLE,
@@ -31,6 +30,7 @@ from simcloud.identity import (
     Identity,
     User,
 )
+from simcloud.listening import listen
 from simcloud.world import World
 
 LOG = logging.getLogger(__name__)
