@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,22 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _run_collector_until(config: str, log: Path, done: Callable[[str], bool]) -> str:
+    """Run the real tally-collector (its own oslo.log setup, writing ``log``) until
+    ``done(log text)``, stop it, and return its log."""
+    process = subprocess.Popen([str(BIN / "tally-collector"), "--config-file", config],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not done(log.read_text() if log.exists() else ""):
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            time.sleep(0.1)
+    finally:
+        process.terminate()
+        process.wait(60)
+    return log.read_text()
+
+
 def test_a_connection_failure_is_logged_once_and_short(tmp_path: Path) -> None:
     """The retry and cloud-check lines as the collector's own logging (oslo.log) writes
     them: oslo.log appends the exception being handled to a WARNING logged inside an
@@ -110,21 +127,9 @@ def test_a_connection_failure_is_logged_once_and_short(tmp_path: Path) -> None:
                      reporting_url=f"http://127.0.0.1:{port}")
     Path(config).write_text(Path(config).read_text().replace(
         "[DEFAULT]\n", f"[DEFAULT]\nlog_file = {log}\n"))
-    process = subprocess.Popen([str(BIN / "tally-collector"), "--config-file", config],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        wanted = ("WARNING collector.delivery", "WARNING collector.cloud_check")
-        while time.monotonic() < deadline:
-            text = log.read_text() if log.exists() else ""
-            if all(text.count(name) >= 2 for name in wanted):
-                break
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            time.sleep(0.1)
-    finally:
-        process.terminate()
-        process.wait(60)
-    lines = log.read_text().splitlines()
+    wanted = ("WARNING collector.delivery", "WARNING collector.cloud_check")
+    lines = _run_collector_until(
+        config, log, lambda text: all(text.count(name) >= 2 for name in wanted)).splitlines()
     assert all(re.match(r"\d{4}-\d\d-\d\d ", line) for line in lines), lines  # one line each
     reason = f"connection refused by 127.0.0.1:{port} (is the Reporting API running there?)"
     for name, start in (("collector.delivery", f"Delivery failed (connection: {reason}); "
@@ -193,18 +198,7 @@ def test_the_start_names_the_broker_and_the_api_without_passwords(tmp_path: Path
     config = _config(tmp_path, reporting_url=api)
     Path(config).write_text(Path(config).read_text().replace(
         "transport_url = fake:\n", f"transport_url = {broker}\nlog_file = {log}\n"))
-    process = subprocess.Popen([str(BIN / "tally-collector"), "--config-file", config],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and "Reporting API: " not in (
-                log.read_text() if log.exists() else ""):
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            time.sleep(0.1)
-    finally:
-        process.terminate()
-        process.wait(60)
-    text = log.read_text()
+    text = _run_collector_until(config, log, lambda text: "Reporting API: " in text)
     messages = [line.split(" [-] ", 1)[1] for line in text.splitlines() if " INFO collector " in line]
     assert messages[:2] == [f"broker: {broker.replace('s3cret', '***')}",
                             f"Reporting API: {api.replace('pa55', '***')}"], messages
