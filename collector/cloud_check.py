@@ -18,6 +18,7 @@ from typing import Any
 import requests
 
 from collector.metrics import CollectorMetrics
+from mapping.api_url import describe_request_error
 
 LOG = logging.getLogger(__name__)
 
@@ -44,12 +45,20 @@ class CloudCheck:
 
     def once(self) -> bool | None:
         """Whether the API knows the cloud; None when it did not answer."""
+        failure = None
         try:
             response = requests.get(self._url, headers=self._headers, timeout=self._timeout)
             body: Any = response.json() if response.status_code == 200 else None
-        except (requests.RequestException, ValueError) as exc:
-            LOG.warning("Checking cloud %s against %s failed (%s); asking again in %ss",
-                        self._cloud, self._url, exc.__class__.__name__, self._retry_s)
+        except requests.RequestException as exc:
+            failure = describe_request_error(exc, self._url)
+        except ValueError:
+            failure = f"HTTP {response.status_code} with a body that is not JSON"
+        if failure is not None:
+            # Logged outside the except block: oslo.log appends the exception being
+            # handled to a WARNING (urllib3's pool text, ~450 characters).  The
+            # reason names the API's address.
+            LOG.warning("Checking cloud %s (GET /v1/clouds) failed (%s); asking again in %ss",
+                        self._cloud, failure, self._retry_s)
             return None
         if not isinstance(body, dict) or not isinstance(body.get("items"), list):
             LOG.warning("Checking cloud %s against %s: HTTP %s; asking again in %ss",

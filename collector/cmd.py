@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         except cfg.NoSuchOptError:  # no transport built (tests replace the Collector)
             broker = None
         LOG.info("broker: %s", redact_url(broker))
-        LOG.info("Reporting API: %s", conf.collector.reporting_url)
+        LOG.info("Reporting API: %s", redact_url(conf.collector.reporting_url))
         stop = threading.Event()
 
         def request_stop(signum: int, frame: FrameType | None) -> None:

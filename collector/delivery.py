@@ -197,18 +197,23 @@ class Delivery:
         while not stop.is_set():
             if self._wait_out_backoff(stop):
                 break
+            refused: tuple[str, str, float | None] | None = None
             try:
                 delivered = self.deliver_once()
             except DeliveryRefused as exc:
-                self._metrics.delivery_failures.labels(exc.reason).inc()
-                delay = self._back_off(exc.retry_after)
-                LOG.warning("Delivery failed (%s: %s); retrying in %.1fs",
-                            exc.reason, exc, delay)
-                continue
+                refused = (exc.reason, str(exc), exc.retry_after)
             except Exception:
                 self._metrics.delivery_failures.labels("internal").inc()
                 LOG.exception("Delivery round failed")
                 self._back_off(None)
+                continue
+            if refused is not None:
+                # Logged outside the except block: oslo.log appends the exception being
+                # handled to a WARNING, which would say the reason a second time.
+                reason, detail, retry_after = refused
+                self._metrics.delivery_failures.labels(reason).inc()
+                delay = self._back_off(retry_after)
+                LOG.warning("Delivery failed (%s: %s); retrying in %.1fs", reason, detail, delay)
                 continue
             if delivered:
                 with self._lock:

@@ -143,11 +143,15 @@ class NotificationEndpoint:
             return self._requeue_after_pause()
         if not items:
             return NotificationResult.HANDLED
+        failure = None
         try:
             self._buffer.append([value for _, _, value in items])
         except Exception as exc:
+            failure = str(exc)  # text, not the exception: no cycle through its frames
+        if failure is not None:
+            # Outside the except block, so oslo.log does not append the error again.
             LOG.warning("Buffer write of %d events failed (%s); writing them one by one",
-                        len(items), exc)
+                        len(items), failure)
             return self._write_one_by_one(items)
         self._succeeded(items)
         return NotificationResult.HANDLED
@@ -223,10 +227,13 @@ class NotificationEndpoint:
         return NotificationResult.HANDLED
 
     def _park(self, record: Mapping[str, Any], reason: str, label: str) -> bool:
+        failure = None
         try:
             self._buffer.park({"reason": reason, "notification": dict(record)})
         except Exception as exc:
-            LOG.error("Parking failed too (%s)", exc)
+            failure = str(exc)
+        if failure is not None:
+            LOG.error("Parking failed too (%s)", failure)
             return False
         self._metrics.parked.labels(label).inc()
         return True

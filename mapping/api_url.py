@@ -48,10 +48,13 @@ def check_base_url(where: str, url: str | None) -> str:
     return text.rstrip("/")
 
 
-def describe_request_error(exc: requests.RequestException, base_url: str) -> str:
-    """One line for a request that got no answer: refused, unknown host, timeout, TLS."""
+def describe_request_error(exc: requests.RequestException, base_url: str,
+                           service: str = "the Reporting API") -> str:
+    """One line for a request that got no answer: refused, unknown host, timeout, TLS
+    (``service``: what should have answered, for the hint of a refused connection)."""
     parts = urlsplit(base_url)
-    address = parts.netloc or base_url
+    # host:port only: a URL's user:password@ must not reach a log line
+    address = parts.netloc.rpartition("@")[2] or base_url
     text = " ".join(str(exc).split())
     if isinstance(exc, requests.Timeout):
         return f"{address} did not answer in time"
@@ -59,7 +62,7 @@ def describe_request_error(exc: requests.RequestException, base_url: str) -> str
             "nodename nor servname" in text or "Temporary failure in name resolution" in text:
         return f"unknown host {parts.hostname!r} (check the URL's host name or DNS)"
     if "Connection refused" in text:
-        return f"connection refused by {address} (is the Reporting API running there?)"
+        return f"connection refused by {address} (is {service} running there?)"
     if isinstance(exc, requests.exceptions.SSLError):
         return f"TLS handshake with {address} failed"
     # urllib3 repeats its own text inside requests' message: keep the innermost reason.

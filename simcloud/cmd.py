@@ -24,6 +24,7 @@ import yaml
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from simcloud import driver
 from simcloud.config import STOCK_EXCHANGES, ConfigError, WorldConfig
+from simcloud.listening import ListenError, format_bind, listen
 
 LOG = logging.getLogger("simcloud")
 
@@ -134,8 +135,15 @@ def _drive(args: argparse.Namespace) -> int:
             return 2
     clock = driver.HttpClock(args.sim_url)
     try:
-        until = args.until or parse_timestamp(requests.get(
-            args.sim_url.rstrip("/") + "/_sim/clock", timeout=60).json()["end"])
+        document = requests.get(args.sim_url.rstrip("/") + "/_sim/clock", timeout=60).json()
+        until = args.until or parse_timestamp(document["end"])
+        LOG.info("simulated cloud: %s (clock at %s); driving it to %s in steps of %gs",
+                 args.sim_url, document["at"], format_timestamp(until), args.step_s)
+        if args.reporting_url:
+            LOG.info("Reporting API: %s (syncing cloud %s after each step)",
+                     args.reporting_url, args.cloud)
+        else:
+            LOG.info("Reporting API: none (no --reporting-url: the clock only, no syncs)")
         sync = driver.http_sync(args.reporting_url, args.cloud, token) \
             if args.reporting_url else None
         failed = 0
@@ -151,15 +159,18 @@ def _drive(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def write_tally_clouds(path: str, cloud: str) -> Path:
-    """Tally's clouds file for this simulated cloud (adapter entry sim-admin)."""
+def write_tally_clouds(path: str, cloud: str, base_url: str) -> Path:
+    """Tally's clouds file for this simulated cloud (adapter entry sim-admin), naming
+    its clock so a sync told an instant the month has not reached is refused."""
     document = {"clouds": [{
         "name": cloud, "platform": "openstack", "adapter": "openstack", "clock": "simulated",
+        "clock_url": base_url.rstrip("/") + "/_sim/clock",
         "adapter_config": {"os_cloud": "sim-admin", "include_octavia": True}}]}
     target = Path(path)
     target.write_text("# Tally's clouds file ([sync] clouds_file), written by tally-simcloud.\n"
                       "# clock: simulated - every sync of this cloud must be told its instant\n"
-                      "# (tally-sync --at T, T from GET /_sim/clock).\n"
+                      "# (tally-sync --at T, T from GET /_sim/clock), never one after the\n"
+                      "# clock at clock_url (refused).\n"
                       + yaml.safe_dump(document, sort_keys=False))
     return target
 
@@ -177,8 +188,6 @@ def world_config(args: argparse.Namespace) -> WorldConfig:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from simcloud.server import SimCloudServer  # imports oslo.messaging
-
     prefix = args.exchange_prefix
     try:
         config = world_config(args)
@@ -187,22 +196,26 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     host, port = args.bind
     try:
-        server = SimCloudServer(config, host=host, port=port, tally_url=args.tally_url)
-        server.identity.token_ttl = dt.timedelta(seconds=args.token_ttl)
-    except Exception as exc:  # a transport URL oslo refuses, ...
-        print(f"tally-simcloud: cannot build the world: {exc}", file=sys.stderr)
-        return 1
+        sock = listen(host, port)  # first: an address in use costs no world
+    except ListenError as exc:
+        print(f"tally-simcloud: --bind {format_bind(host, port)!r}: {exc}", file=sys.stderr)
+        return 2
+    from simcloud.server import SimCloudServer  # imports oslo.messaging
     try:
+        server = SimCloudServer(config, host=host, port=port, tally_url=args.tally_url,
+                                sock=sock)
+        server.identity.token_ttl = dt.timedelta(seconds=args.token_ttl)
         server.bind()
-    except (OSError, SystemExit) as exc:  # werkzeug exits on an address in use
-        print(f"tally-simcloud: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
+    except Exception as exc:  # a transport URL oslo refuses, ...
+        sock.close()
+        print(f"tally-simcloud: cannot build the world: {exc}", file=sys.stderr)
         return 1
     if args.write_clouds_yaml:
         path = server.write_clouds_yaml(args.write_clouds_yaml)
         LOG.info("wrote OpenStack's clouds.yaml %s (entries sim-admin, sim-member, "
                  "sim-admin-readonly, sim-tally-service)", path)
     if args.write_tally_clouds:
-        path = write_tally_clouds(args.write_tally_clouds, args.cloud)
+        path = write_tally_clouds(args.write_tally_clouds, args.cloud, server.base_url)
         LOG.info("wrote Tally's clouds file %s (cloud %s, clock: simulated)", path, args.cloud)
     LOG.info("broker: %s; exchanges %s", _redact(args.transport_url) or "(none: nothing published)",
              ",".join(prefix + s for s in STOCK_EXCHANGES))

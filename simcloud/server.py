@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from simcloud.identity import (
     Identity,
     User,
 )
+from simcloud.listening import listen
 from simcloud.world import World
 
 LOG = logging.getLogger(__name__)
@@ -71,7 +73,8 @@ class SimCloudServer:
     """The simulated cloud's HTTP APIs on a loopback port, served from a thread."""
 
     def __init__(self, config: WorldConfig, *, world: World | None = None,
-                 host: str = "127.0.0.1", port: int = 0, tally_url: str | None = None) -> None:
+                 host: str = "127.0.0.1", port: int = 0, tally_url: str | None = None,
+                 sock: socket.socket | None = None) -> None:
         self.config = config
         self.world = world if world is not None else World(config)
         self.identity, self.reader_credential = build_identity(self.world)
@@ -79,6 +82,7 @@ class SimCloudServer:
         self.tally_url = tally_url
         self._host = host
         self._port = port
+        self._sock = sock  # already listening on host:port (tally-simcloud serve)
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -102,8 +106,16 @@ class SimCloudServer:
     def bind(self) -> str:
         """Open the listening socket (without serving yet); returns the base URL."""
         if self._server is None:
-            self._server = make_server(self._host, self._port, self.app, threaded=True,
-                                       request_handler=_QuietHandler)
+            # A socket of our own: werkzeug, binding itself, prints its own lines and
+            # exits on an address in use; this raises OSError instead.
+            sock = self._sock or listen(self._host, self._port)
+            self._sock = None
+            try:
+                self._server = make_server(self._host, sock.getsockname()[1], self.app,
+                                           threaded=True, request_handler=_QuietHandler,
+                                           fd=sock.fileno())
+            finally:
+                sock.close()  # werkzeug holds a duplicate
         return self.base_url
 
     def start(self) -> str:

@@ -27,6 +27,7 @@ from oslo_config import cfg
 
 from mapping.token_file import unusable_token_reason
 from reporting.api.errors import ApiError
+from reporting.yaml_errors import where_and_why
 
 LOG = logging.getLogger(__name__)
 
@@ -102,7 +103,8 @@ def load_tokens(path: str | None) -> dict[str, Caller]:
     except OSError as exc:
         raise AuthConfigError(f"[api] tokens_file {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise AuthConfigError(f"[api] tokens_file {path} is not valid YAML: {exc}") from None
+        raise AuthConfigError(
+            f"[api] tokens_file {path} is not valid YAML{where_and_why(exc)}") from None
     if not isinstance(document, dict) or not document:
         raise AuthConfigError(f"[api] tokens_file {path} must map tokens to roles")
     tokens: dict[str, Caller] = {}

@@ -12,6 +12,7 @@ from typing import Any
 from reporting.api.openapi_doc import (
     INSTANT,
     NULLABLE_INSTANT,
+    error,
     errors,
     json_body,
     list_of,
@@ -239,6 +240,8 @@ def sync_paths() -> dict[str, Any]:
                 "200": json_body(ref("SyncRun"), "The completed run."),
                 "500": json_body(ref("SyncFailed"),
                                  "The run recorded errors; read them from /v1/sync-runs."),
+                "503": error("A simulated cloud's clock (clock_url) did not answer "
+                             "(clock_unavailable); no run was booked."),
                 **errors(400, 401, 403, 404, 409),
             },
         }},

@@ -6,6 +6,7 @@ level: ``tally-reporting`` must set ``PROMETHEUS_MULTIPROC_DIR`` first.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -117,3 +118,14 @@ def one_line(exc: BaseException) -> str:
     text = str(orig if orig is not None else exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
     return first
+
+
+def quiet_alembic() -> None:
+    """Keep Alembic's INFO lines out of a serving process's log.
+
+    The API never migrates (``tally-manage`` does), yet ``/readyz`` uses Alembic: on
+    its first import (the first probe of each worker, database up or not) Alembic
+    logs the setup of each of its plugins, and every probe's migration context
+    names its dialect.  Set once, when the service configures its logging, so no
+    probe depends on a level it flips itself."""
+    logging.getLogger("alembic").setLevel(logging.WARNING)

@@ -19,7 +19,14 @@ from typing import Any
 
 from oslo_config import cfg
 
-from reporting.cmd import ConfigError, check_settings, load_conf, one_line, require_database
+from reporting.cmd import (
+    ConfigError,
+    check_settings,
+    load_conf,
+    one_line,
+    quiet_alembic,
+    require_database,
+)
 
 PROG = "tally-reporting"
 LOG = logging.getLogger(__name__)
@@ -86,6 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     metrics_dir = tempfile.mkdtemp(prefix="tally-reporting-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet_alembic()
     try:
         try:
             conf = load_conf(argv, prog=PROG)
@@ -115,6 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         LOG.info("database: %s", database)
         LOG.info("clouds file: %s", conf.sync.clouds_file or "(none: every sync answers 404)")
+        if conf.sync.clouds_file:  # the adapter's credentials, read again at every run
+            from reporting.openstack.credentials import describe_search
+
+            LOG.info("OpenStack clouds.yaml: %s", describe_search(os.environ))
         LOG.info("serving the Reporting API on http://%s with %s workers", bind, conf.api.workers)
         LOG.info("prometheus multiprocess directory %s", metrics_dir)
         # The workers fork from this process: what start-up built is frozen out of

@@ -7,7 +7,8 @@ named), prints one line per run and exits 1 if any run did not complete.
 
 At start it checks ``[sync] api_url`` and names the API it calls.  A cloud marked
 ``clock: simulated`` in the clouds file (``tally-simcloud``) needs ``--at``: a run
-booked at wall time would top the run list of a simulated month forever.
+booked at wall time would top the run list of a simulated month forever; an ``--at``
+beyond that cloud's own clock (``clock_url``) is refused the same way, before any run.
 """
 
 from __future__ import annotations
@@ -15,15 +16,21 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import requests
 from oslo_config import cfg
 
 from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
+from mapping.config_check import redact_url
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from mapping.token_file import TokenFileError, read_token_file
 from reporting.cmd import ConfigError, load_conf
+from reporting.sync.stats import describe_deferred
+
+if TYPE_CHECKING:
+    from reporting.sync.clouds import CloudEntry
 
 PROG = "tally-sync"
 # The API holds a sync's response open for the budget and a little more.
@@ -66,15 +73,27 @@ def _clouds(conf: cfg.ConfigOpts, at: str | None) -> list[str]:
             f"cloud {simulated[0]!r} runs on a simulated clock (clock: simulated in "
             f"{conf.sync.clouds_file}): pass --at T, T from the simulated cloud's "
             "GET /_sim/clock")
+    if at is not None:
+        _check_told_instant([entries[name] for name in clouds if name in entries], at)
     return clouds
 
 
-def _deferred(value: object) -> str:
-    if not isinstance(value, dict):
-        return str(value)
-    total = sum(count for count in value.values() if isinstance(count, int))
-    parts = ", ".join(f"{reason} {count}" for reason, count in sorted(value.items()) if count)
-    return f"{total} ({parts})" if parts else str(total)
+def _check_told_instant(entries: list[CloudEntry], at: str) -> None:
+    """Refuse --at beyond a simulated cloud's clock here, before any run (the API
+    checks it too, for callers that do not read the clouds file)."""
+    from reporting.sync.told_instant import (
+        ClockUnreadable,
+        ToldInstantRefused,
+        check_told_instant,
+    )
+
+    for entry in entries:
+        try:
+            check_told_instant(entry, parse_timestamp(at))
+        except ToldInstantRefused as exc:
+            raise ConfigError(f"--at {exc}") from None
+        except ClockUnreadable:
+            pass  # the API, which may reach it, decides (503 when it cannot either)
 
 
 def _reasons(base_url: str, headers: dict[str, str], cloud: str, run_id: str) -> str:
@@ -104,7 +123,7 @@ def _describe(cloud: str, response: requests.Response, base_url: str,
         stats = body.get("stats", {})
         return True, (f"{cloud}: run {body.get('id')} completed: created {stats.get('created')}, "
                       f"updated {stats.get('updated')}, deleted {stats.get('deleted')}, "
-                      f"deferred {_deferred(stats.get('deferred'))}")
+                      f"deferred {describe_deferred(stats.get('deferred'))}")
     if response.status_code == 500 and "run_id" in body:
         reasons = _reasons(base_url, headers, cloud, str(body["run_id"]))
         return False, f"{cloud}: run {body['run_id']} failed: {reasons}"
@@ -136,7 +155,7 @@ def run(conf: cfg.ConfigOpts) -> int:
         headers["Authorization"] = f"Bearer {token}"
     timeout = float(conf.sync.budget_s) + RESPONSE_MARGIN_S
     clouds = _clouds(conf, at)
-    print(f"Reporting API: {base_url}" + (f"; told instant {at}" if at else ""))
+    print(f"Reporting API: {redact_url(base_url)}" + (f"; told instant {at}" if at else ""))
     failed = 0
     for cloud in clouds:
         url = f"{base_url}/internal/sync/{quote(cloud, safe='')}"

@@ -38,6 +38,19 @@ def candidate_files(environ: Mapping[str, str]) -> list[str]:
     return list(dict.fromkeys(loader.CONFIG_FILES))
 
 
+def describe_search(environ: Mapping[str, str]) -> str:
+    """Which clouds.yaml a run would read now, in words (tally-reporting's start line)."""
+    named = environ.get("OS_CLIENT_CONFIG_FILE")
+    if named:
+        missing = "" if os.path.isfile(named) else "; no such file yet: every sync fails until it exists"
+        return f"{named} (OS_CLIENT_CONFIG_FILE{missing})"
+    where = "openstacksdk's search path (OS_CLIENT_CONFIG_FILE unset)"
+    found = next((path for path in candidate_files(environ) if os.path.isfile(path)), None)
+    if found is None:
+        return f"none found on {where}: every sync fails until one exists"
+    return f"{found}, the first found on {where}"
+
+
 def _secure_files(found: str, environ: Mapping[str, str]) -> list[str]:
     files = [str(Path(found).with_name(name)) for name in _SECURE_NAMES]
     override = environ.get("OS_CLIENT_SECURE_FILE")

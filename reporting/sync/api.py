@@ -1,8 +1,10 @@
 """``POST /internal/sync/{cloud}`` and ``GET /v1/sync-runs`` (docs/reconciliation.md).
 
 The sync is synchronous: the caller learns the outcome from the response.  200
-with the run's summary; 404 for a cloud the clouds file does not name; 409 while
-another run of the cloud holds its lease; 500 when the run recorded any error,
+with the run's summary; 400 for a told instant that cannot be the cloud's (beyond a
+simulated cloud's clock); 404 for a cloud the clouds file does not name; 409 while
+another run of the cloud holds its lease; 503 when a simulated cloud's clock does not
+answer; 500 when the run recorded any error,
 answered with the run id only (the reasons carry platform detail and are read back
 from ``sync_runs``).
 """
@@ -28,6 +30,7 @@ from reporting.queries import params
 from reporting.sync.clouds import load_clouds_file
 from reporting.sync.options import apply_env_aliases
 from reporting.sync.runner import CloudBusy, SyncService, UnknownCloud
+from reporting.sync.told_instant import ClockUnreadable, ToldInstantRefused, check_told_instant
 
 SERVICE_KEY = "tally.sync"
 MARKER_TAG = "sync-runs"
@@ -65,6 +68,16 @@ def sync_cloud(cloud: str) -> tuple[Response, int]:
                        f"cloud {cloud!r} runs on a simulated clock (clock: simulated in the "
                        "clouds file): tell the run its instant with ?at= (tally-sync --at T, "
                        "T from the simulated cloud's GET /_sim/clock)")
+    if entry is not None and at is not None:
+        try:
+            check_told_instant(entry, at)
+        except ToldInstantRefused as exc:
+            raise ApiError(400, "bad_request", f"at: {exc}") from None
+        except ClockUnreadable as exc:
+            # No run is booked at an instant that cannot be checked.
+            LOG.warning("sync of %s refused: its simulated clock did not answer: %s", cloud, exc)
+            raise ApiError(503, "clock_unavailable",
+                           f"the simulated clock of cloud {cloud!r} did not answer: {exc}") from None
     try:
         result = _service().run(cloud, at)
     except UnknownCloud:

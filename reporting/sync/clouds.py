@@ -6,7 +6,8 @@ the service, naming the entry).  ``adapter_config`` is the adapter's own busines
 and is parsed strictly at the first sync of the cloud.  OpenStack's ``clouds.yaml``
 (credentials, read by the adapter) is another file: one given in place of the other
 is recognised and named.  ``clock: simulated`` marks a cloud whose clock is not the
-wall clock (``tally-simcloud``): a sync of it must be told its instant.
+wall clock (``tally-simcloud``): a sync of it must be told its instant, and with
+``clock_url`` (the simulated clock) an instant the cloud has not reached is refused.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import yaml
 
 from mapping.event import MAX_ID_LEN
 from reporting.sync.observation import Adapter
+from reporting.yaml_errors import where_and_why
 
 
 class CloudsFileError(ValueError):
@@ -34,6 +37,9 @@ class CloudEntry:
     adapter: str
     adapter_config: Any
     clock: str = "wall"  # "simulated": every sync must be told its instant (?at=)
+    # A simulated cloud's clock document (GET answers {"at": RFC 3339, "start": ...}):
+    # a told instant beyond it is refused (reporting.sync.told_instant).
+    clock_url: str | None = None
 
 
 CLOCKS = ("wall", "simulated")
@@ -65,12 +71,14 @@ def _entry(path: str, index: int, raw: Any) -> CloudEntry:
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_ID_LEN:
         raise CloudsFileError(f"{where}: name must be a non-empty string of at most 255 chars")
     where = f"clouds file {path}: cloud {name!r}"
-    unknown = sorted(set(raw) - {"name", "platform", "adapter", "adapter_config", "clock"})
+    unknown = sorted(set(raw) - {"name", "platform", "adapter", "adapter_config", "clock",
+                                 "clock_url"})
     if unknown:
         raise CloudsFileError(f"{where}: unknown key(s) {', '.join(map(str, unknown))}")
     clock = raw.get("clock", "wall")
     if clock not in CLOCKS:
         raise CloudsFileError(f"{where}: clock {clock!r} is not one of {', '.join(CLOCKS)}")
+    clock_url = _clock_url(where, clock, raw.get("clock_url"))
     adapter = raw.get("adapter")
     if not isinstance(adapter, str) or adapter not in ADAPTERS:
         raise CloudsFileError(
@@ -82,14 +90,24 @@ def _entry(path: str, index: int, raw: Any) -> CloudEntry:
             f"{where}: platform {platform!r} is not the platform of adapter {adapter!r} "
             f"({ADAPTERS[adapter][0]!r})"
         )
-    return CloudEntry(name, str(platform), adapter, raw.get("adapter_config"), clock)
+    return CloudEntry(name, str(platform), adapter, raw.get("adapter_config"), clock, clock_url)
+
+
+def _clock_url(where: str, clock: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if clock != "simulated":
+        raise CloudsFileError(f"{where}: clock_url is the clock of a simulated cloud: "
+                              "it needs clock: simulated (a wall-clock cloud has none)")
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CloudsFileError(f"{where}: clock_url {value!r} is not an http:// or https:// "
+                              "URL (tally-simcloud's is http://HOST:PORT/_sim/clock)")
+    return str(value)
 
 
 def _yaml_error(path: str, exc: yaml.YAMLError) -> CloudsFileError:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    return CloudsFileError(f"clouds file {path} is not valid YAML{where}: {problem}")
+    return CloudsFileError(f"clouds file {path} is not valid YAML{where_and_why(exc)}")
 
 
 def _refuse_openstack_clouds_yaml(path: str, clouds: Any) -> None:

@@ -29,7 +29,7 @@ from reporting.sync.clouds import CloudEntry, build_adapter
 from reporting.sync.observation import Adapter, Observation, ObserveRequest, RunAborted
 from reporting.sync.plan import ACTION_STAT, Plan, RunContext, plan_corrections
 from reporting.sync.run_ids import new_run_id
-from reporting.sync.stats import empty_stats
+from reporting.sync.stats import describe_deferred, empty_stats
 from reporting.sync.window import deletion_window
 
 LOG = logging.getLogger(__name__)
@@ -171,7 +171,7 @@ class SyncService:
         self._count(cloud, status, stats)
         LOG.info("sync run %s of %s %s: created %s, updated %s, deleted %s, deferred %s, "
                  "errors %s", run_id, cloud, status, stats["created"], stats["updated"],
-                 stats["deleted"], stats["deferred"], stats["error_count"])
+                 stats["deleted"], describe_deferred(stats["deferred"]), stats["error_count"])
         return RunResult(run_id, cloud, status, started_at, completed_at, stats)
 
     def _run(self, entry: CloudEntry, run_id: str, at: dt.datetime, deadline: float,

@@ -16,3 +16,13 @@ def empty_stats() -> dict[str, Any]:
 def failed_stats(errors: list[str]) -> dict[str, Any]:
     """The stats of a run that ended with ``errors`` and did nothing else."""
     return {**empty_stats(), "errors": list(errors), "error_count": len(errors)}
+
+
+def describe_deferred(value: object) -> str:
+    """``stats.deferred`` in words: ``0``, or ``2 (recent 2)``; the API's log line and
+    tally-sync's say it alike."""
+    if not isinstance(value, dict):
+        return str(value)
+    total = sum(count for count in value.values() if isinstance(count, int))
+    parts = ", ".join(f"{reason} {count}" for reason, count in sorted(value.items()) if count)
+    return f"{total} ({parts})" if parts else str(total)

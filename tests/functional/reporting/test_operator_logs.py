@@ -4,23 +4,98 @@ database is unavailable, and dead-letter replays counted apart from arrivals."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+import requests
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from reporting import wsgi
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY
-from tests.unit.reporting.fixtures import ConfFactory, auth
+from tests.unit.reporting.fixtures import ConfFactory, auth, start_server, write_config
 
 
-def test_readyz_logs_no_alembic_lines(client: FlaskClient,
-                                      caplog: pytest.LogCaptureFixture) -> None:
-    logging.getLogger("alembic").setLevel(logging.NOTSET)
-    with caplog.at_level(logging.DEBUG):
+@pytest.mark.parametrize("database", ["up", "down"])
+def test_readyz_logs_no_alembic_lines(database: str, pg_migrated_database: str,
+                                      tokens_file: str, tmp_path: Path) -> None:
+    """A fresh tally-reporting, whose first /readyz imports Alembic (which logs its
+    plugins' setup at INFO on import, database up or not)."""
+    url = pg_migrated_database if database == "up" else \
+        "postgresql+psycopg://postgres@127.0.0.1:1/none"
+    config = write_config(tmp_path / "tally.conf", url, tokens_file, api={"workers": 1})
+    server = start_server(config, tmp_path / "reporting.log")
+    try:
         for _ in range(3):
-            assert client.get("/readyz").status_code == 200
-    assert [r.getMessage() for r in caplog.records if r.name.startswith("alembic")] == []
+            answer = requests.get(f"{server.base_url}/readyz", timeout=60)
+            assert answer.status_code == (200 if database == "up" else 503)
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    assert "alembic" not in log.lower(), log
+    assert "Booting worker" in log  # the log is the server's, read after the probes
+
+
+def test_tally_reporting_names_what_it_uses_at_start(pg_migrated_database: str,
+                                                     tokens_file: str, tmp_path: Path) -> None:
+    """The database (password redacted), Tally's clouds file and the OpenStack
+    clouds.yaml the adapter will read."""
+    url = pg_migrated_database.replace("postgres@", "postgres:s3cret@", 1)  # trust: ignored
+    assert "s3cret" in url
+    clouds = tmp_path / "tally-clouds.yaml"
+    clouds.write_text("clouds:\n  - {name: c1, platform: openstack, adapter: openstack,\n"
+                      "     adapter_config: {os_cloud: prod}}\n")
+    clouds_yaml = tmp_path / "clouds.yaml"
+    clouds_yaml.write_text("clouds: {prod: {auth: {auth_url: http://127.0.0.1:1/v3}}}\n")
+    config = write_config(tmp_path / "tally.conf", url, tokens_file, api={"workers": 1},
+                          sync={"clouds_file": str(clouds)})
+    server = start_server(config, tmp_path / "reporting.log",
+                          env={"OS_CLIENT_CONFIG_FILE": str(clouds_yaml)})
+    server.stop()
+    log = server.log.read_text()
+    lines = [line.split(": ", 1)[1] for line in log.splitlines() if " INFO __main__: " in line]
+    assert lines[:3] == [f"database: {url.replace('s3cret', '***')}",
+                         f"clouds file: {clouds}",
+                         f"OpenStack clouds.yaml: {clouds_yaml} (OS_CLIENT_CONFIG_FILE)"], log
+    assert "s3cret" not in log
+
+
+def test_the_clouds_yaml_line_names_the_search_path_without_the_variable(
+        tmp_path: Path) -> None:
+    """Without OS_CLIENT_CONFIG_FILE: the first file of openstacksdk's search path
+    (the working directory first), or none; a named file that is missing says so."""
+    script = ("import os; from reporting.openstack.credentials import describe_search; "
+              "print(describe_search(os.environ))")
+    env = {key: value for key, value in os.environ.items() if key != "OS_CLIENT_CONFIG_FILE"}
+
+    def line(environ: dict[str, str]) -> str:
+        return subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=environ,
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    (tmp_path / "clouds.yaml").write_text("clouds: {}\n")
+    assert line(env) == (f"{tmp_path / 'clouds.yaml'}, the first found on openstacksdk's "
+                         "search path (OS_CLIENT_CONFIG_FILE unset)")
+    missing = str(tmp_path / "nope.yaml")
+    assert line({**env, "OS_CLIENT_CONFIG_FILE": missing}) == (
+        f"{missing} (OS_CLIENT_CONFIG_FILE; no such file yet: every sync fails until it exists)")
+
+
+def test_the_wsgi_entry_keeps_alembic_quiet_too(tokens_file: str, tmp_path: Path) -> None:
+    alembic_log = logging.getLogger("alembic")
+    level = alembic_log.level
+    alembic_log.setLevel(logging.NOTSET)
+    try:
+        config = write_config(tmp_path / "tally.conf", f"sqlite:///{tmp_path}/tally.sqlite",
+                              tokens_file)
+        app = wsgi.load_application({"TALLY_CONFIG_FILE": str(config)})
+        app.extensions[ENGINE_KEY].dispose()
+        assert alembic_log.getEffectiveLevel() == logging.WARNING
+    finally:
+        alembic_log.setLevel(level)
 
 
 def test_an_unreachable_database_is_logged_with_its_reason(

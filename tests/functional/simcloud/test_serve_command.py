@@ -35,10 +35,14 @@ def test_serve_writes_clouds_yaml_and_answers(tmp_path: Path, monkeypatch) -> No
     process = subprocess.Popen(
         [sys.executable, "-m", "simcloud.cmd", "serve", "--seed", "3", "--scale", "40",
          "--bind", "127.0.0.1:0", "--write-clouds-yaml", str(clouds),
+         "--write-tally-clouds", str(tmp_path / "tally-clouds.yaml"),
          "--start", "2026-10-01T00:00:00Z", "--days", "5"],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         base = _wait_for(clouds, process)
+        tally_clouds = yaml.safe_load((tmp_path / "tally-clouds.yaml").read_text())["clouds"]
+        assert tally_clouds[0]["clock"] == "simulated"
+        assert tally_clouds[0]["clock_url"] == f"{base}/_sim/clock"
         clock = requests.get(f"{base}/_sim/clock", timeout=10).json()
         assert (clock["start"], clock["end"]) == ("2026-10-01T00:00:00.000000Z",
                                                   "2026-10-06T00:00:00.000000Z")
@@ -69,5 +73,6 @@ def test_serve_refuses_a_port_in_use(tmp_path: Path) -> None:
         result = subprocess.run(
             [sys.executable, "-m", "simcloud.cmd", "serve", "--scale", "5", "--bind",
              f"127.0.0.1:{port}"], cwd=REPO, capture_output=True, timeout=120)
-    assert result.returncode == 1
-    assert b"cannot listen on" in result.stderr
+    assert result.returncode == 2
+    assert result.stderr.decode().splitlines() == [
+        f"tally-simcloud: --bind '127.0.0.1:{port}': cannot listen there: address already in use"]

@@ -17,6 +17,7 @@ from mapping.event import format_timestamp
 from reporting.cli import main as cli
 from reporting.cmd import sync as sync_cmd
 from reporting.sync.run_ids import new_run_id
+from reporting.sync.stats import describe_deferred
 from simcloud.cmd import write_tally_clouds
 from tests.functional.sync.conftest import ADMIN, READ, START, Syncer, running_syncer
 
@@ -26,7 +27,7 @@ T1 = START + dt.timedelta(hours=6)
 @pytest.fixture
 def simulated(world, migrated_db: str, tmp_path: Path) -> Iterator[Syncer]:
     """The API with the clouds file tally-simcloud writes (clock: simulated)."""
-    clouds = write_tally_clouds(str(tmp_path / "tally-clouds.yaml"), "sim")
+    clouds = write_tally_clouds(str(tmp_path / "tally-clouds.yaml"), "sim", world.base_url)
     with running_syncer(world, migrated_db, tmp_path, clouds) as running:
         yield running
 
@@ -49,11 +50,82 @@ def test_a_simulated_cloud_is_never_synced_at_wall_time(simulated: Syncer, tmp_p
     assert simulated.sync(T1).status_code == 200
 
 
+def _runs(syncer: Syncer) -> list[dict[str, object]]:
+    return list(syncer.client.get("/v1/sync-runs", headers=READ).get_json()["items"])
+
+
+def test_a_told_instant_beyond_the_simulated_clock_is_refused(
+        simulated: Syncer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tally-simcloud's clouds file names its clock (clock_url): --at 2027-06-01 against
+    a month standing at 2026-11-01T06:00 would otherwise complete and top the run list."""
+    document = yaml.safe_load((tmp_path / "tally-clouds.yaml").read_text())
+    assert document["clouds"][0]["clock_url"] == f"{simulated.world.base_url}/_sim/clock"
+    simulated.advance(T1)
+    now = format_timestamp(T1)
+    refused = simulated.sync(dt.datetime(2027, 6, 1, tzinfo=dt.UTC))
+    assert refused.status_code == 400
+    message = refused.get_json()["error"]["message"]
+    assert message.startswith("at: 2027-06-01T00:00:00.000000Z is after the simulated clock "
+                              f"of cloud 'sim', which stands at {now}"), message
+    assert f"tell it {now} or earlier" in message
+    assert simulated.sync(T1 + dt.timedelta(seconds=1)).status_code == 400
+    before = simulated.sync(START - dt.timedelta(days=1))
+    assert before.status_code == 400
+    assert "before the simulated month of cloud 'sim', which starts at " \
+        f"{format_timestamp(START)}" in before.get_json()["error"]["message"]
+    assert _runs(simulated) == []  # nothing booked, nothing on the run list
+
+    conf = simulated.app.config["TALLY_CONF"]
+    config = tmp_path / "tally.conf"
+    config.write_text(f"[sync]\nclouds_file = {conf.sync.clouds_file}\n"
+                      "api_url = http://127.0.0.1:1\n")  # never called: refused first
+    assert sync_cmd.main(["--config-file", str(config), "--at", "2027-06-01"]) == 2
+    assert sync_cmd.main(["--config-file", str(config), "--at", "2027-06-01T00:00:00Z"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == "tally-sync: configuration error: --at: timestamp '2027-06-01' is not " \
+        "RFC 3339 with an offset (e.g. 2026-01-31T12:00:00Z)"
+    assert len(err) == 2 and err[1].startswith(
+        "tally-sync: configuration error: --at 2027-06-01T00:00:00.000000Z is after the "
+        f"simulated clock of cloud 'sim', which stands at {now}"), err
+
+    assert simulated.sync(T1).status_code == 200  # the clock's own instant
+    assert simulated.sync(T1 - dt.timedelta(hours=1)).status_code == 200  # a late run
+
+
+def test_a_simulated_clock_that_does_not_answer_books_nothing(
+        world, migrated_db: str, tmp_path: Path) -> None:
+    clouds = write_tally_clouds(str(tmp_path / "tally-clouds.yaml"), "sim", "http://127.0.0.1:1")
+    with running_syncer(world, migrated_db, tmp_path, clouds) as syncer:
+        answer = syncer.sync(T1)
+        assert answer.status_code == 503
+        assert answer.get_json()["error"] == {
+            "code": "clock_unavailable",
+            "message": "the simulated clock of cloud 'sim' did not answer: "
+                       "http://127.0.0.1:1/_sim/clock: connection refused by 127.0.0.1:1 "
+                       "(is the simulated cloud running there?)"}
+        assert _runs(syncer) == []
+
+
 def test_runs_told_the_same_instant_list_in_the_order_they_ran(syncer: Syncer) -> None:
     syncer.advance(T1)
     ran = [syncer.sync_ok(T1)["id"] for _ in range(4)]
     listed = syncer.client.get("/v1/sync-runs?limit=10", headers=READ).get_json()["items"]
     assert [run["id"] for run in listed] == list(reversed(ran))
+
+
+def test_the_api_logs_a_run_in_words_as_tally_sync_prints_it(
+        syncer: Syncer, caplog: pytest.LogCaptureFixture) -> None:
+    syncer.advance(T1)
+    with caplog.at_level(logging.INFO, logger="reporting.sync.runner"):
+        run = syncer.sync_ok(T1)
+    lines = [r.getMessage() for r in caplog.records if r.name == "reporting.sync.runner"]
+    stats = run["stats"]
+    assert lines == [f"sync run {run['id']} of sim completed: created {stats['created']}, "
+                     f"updated {stats['updated']}, deleted {stats['deleted']}, "
+                     f"deferred {describe_deferred(stats['deferred'])}, errors 0"]
+    assert "{" not in lines[0]
+    assert describe_deferred({"transition": 0, "recent": 0}) == "0"
+    assert describe_deferred({"transition": 1, "recent": 2}) == "3 (recent 2, transition 1)"
 
 
 def test_run_ids_sort_in_the_order_they_were_made() -> None:

@@ -4,19 +4,26 @@ option of oslo.messaging's sections is warned about, no eventlet notice on start
 
 from __future__ import annotations
 
+import io
 import logging
+import re
+import socket
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 from oslo_config import cfg
+from oslo_log import formatters, log
 
 from collector import cmd
 from collector.buffer import EventBuffer
-from collector.delivery import Delivery
+from collector.listener import NotificationEndpoint
 from collector.metrics import CollectorMetrics
 from mapping.config_check import check_config_files
 
@@ -85,28 +92,58 @@ def test_no_eventlet_notice(args: list[str]) -> None:
     assert "Warning" not in result.stderr, result.stderr
 
 
-def test_a_connection_failure_is_logged_once_and_short(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _run_collector_until(config: str, log: Path, done: Callable[[str], bool]) -> str:
+    """Run the real tally-collector (its own oslo.log setup, writing ``log``) until
+    ``done(log text)``, stop it, and return its log."""
+    process = subprocess.Popen([str(BIN / "tally-collector"), "--config-file", config],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not done(log.read_text() if log.exists() else ""):
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            time.sleep(0.1)
+    finally:
+        process.terminate()
+        process.wait(60)
+    return log.read_text()
+
+
+def test_a_connection_failure_is_logged_once_and_short(tmp_path: Path) -> None:
+    """The retry and cloud-check lines as the collector's own logging (oslo.log) writes
+    them: oslo.log appends the exception being handled to a WARNING logged inside an
+    except block, which said the reason twice (or added urllib3's pool text)."""
+    port = _free_port()  # nothing listens there
     buffer = EventBuffer(str(tmp_path / "buffer"), max_items=100)
     buffer.append(['{"event_id": "e1"}'])
-    delivery = Delivery("http://127.0.0.1:1/v1/events", None, buffer, CollectorMetrics(),
-                        initial_delay=5, max_delay=5, idle_poll=0.01)
-    stop, written = threading.Event(), threading.Event()
-    with caplog.at_level(logging.WARNING, logger="collector.delivery"):
-        thread = threading.Thread(target=delivery.run, args=(stop, written))
-        thread.start()
-        for _ in range(500):
-            if caplog.records:
-                break
-            stop.wait(0.01)
-        stop.set()
-        written.set()
-        thread.join(10)
     buffer.close()
-    line = caplog.records[0].getMessage()
-    assert line.startswith("Delivery failed (connection: connection refused by 127.0.0.1:1 "
-                           "(is the Reporting API running there?)); retrying in"), line
-    assert "urllib3" not in line and "Max retries" not in line and len(line) < 160
+    log = tmp_path / "collector.log"
+    config = _config(tmp_path, "retry_initial_delay_s = 0.1\nretry_max_delay_s = 0.3\n",
+                     reporting_url=f"http://127.0.0.1:{port}")
+    Path(config).write_text(Path(config).read_text().replace(
+        "[DEFAULT]\n", f"[DEFAULT]\nlog_file = {log}\n"))
+    wanted = ("WARNING collector.delivery", "WARNING collector.cloud_check")
+    lines = _run_collector_until(
+        config, log, lambda text: all(text.count(name) >= 2 for name in wanted)).splitlines()
+    assert all(re.match(r"\d{4}-\d\d-\d\d ", line) for line in lines), lines  # one line each
+    reason = f"connection refused by 127.0.0.1:{port} (is the Reporting API running there?)"
+    for name, start in (("collector.delivery", f"Delivery failed (connection: {reason}); "
+                                               "retrying in "),
+                        ("collector.cloud_check", f"Checking cloud os-unit (GET /v1/clouds) "
+                                                  f"failed ({reason}); asking again in 0.3s")):
+        messages = [line.split(" [-] ", 1)[1] for line in lines if f" WARNING {name} " in line]
+        assert len(messages) >= 2, lines
+        for message in messages:
+            assert message.startswith(start), message
+            assert message.count("connection refused") == 1, message
+            assert "urllib3" not in message and "Max retries" not in message, message
+            assert "Error" not in message and "DeliveryRefused" not in message, message
+            assert len(message) < 160, message
 
 
 def test_requests_text_was_long() -> None:
@@ -114,3 +151,55 @@ def test_requests_text_was_long() -> None:
     with pytest.raises(requests.ConnectionError) as caught:
         requests.post("http://127.0.0.1:1/v1/events", timeout=5)
     assert len(str(caught.value)) > 160
+
+
+class _BrokenDisk(EventBuffer):
+    def append(self, events_json: Any) -> None:
+        raise OSError("disk on fire")
+
+    def park(self, record: Any) -> None:
+        raise OSError("disk on fire")
+
+
+def test_a_broken_disk_is_logged_with_its_reason_once(tmp_path: Path) -> None:
+    """The listener's buffer-write lines through oslo.log's formatter (the collector's)."""
+    conf = cfg.ConfigOpts()
+    log.register_options(conf)
+    conf([], default_config_files=[], default_config_dirs=[])
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatters.ContextFormatter(project="tally", version="", config=conf))
+    logger = logging.getLogger("collector.listener")
+    logger.addHandler(handler)
+    buffer = _BrokenDisk(str(tmp_path / "broken"), max_items=100)
+    try:
+        endpoint = NotificationEndpoint("os-unit", buffer, CollectorMetrics(), threading.Event(),
+                                        threading.Event(), max_write_attempts=1,
+                                        requeue_max_delay_s=0.0)
+        message = {"ctxt": {}, "publisher_id": "volume.host", "event_type": "volume.create.end",
+                   "payload": {"volume_id": "v-1", "tenant_id": "p-1", "status": "available",
+                               "size": 1, "volume_type": "t"},
+                   "metadata": {"message_id": "m-1", "timestamp": "2026-11-29 23:46:12.702142"}}
+        endpoint.info([message])
+    finally:
+        logger.removeHandler(handler)
+        buffer.close()
+    lines = stream.getvalue().splitlines()
+    assert any("Buffer write of 1 events failed (disk on fire)" in line for line in lines), lines
+    assert any("Parking failed too (disk on fire)" in line for line in lines), lines
+    for line in lines:
+        assert line.count("disk on fire") <= 1 and "OSError" not in line, line
+
+
+def test_the_start_names_the_broker_and_the_api_without_passwords(tmp_path: Path) -> None:
+    log = tmp_path / "collector.log"
+    broker = f"rabbit://tally:s3cret@127.0.0.1:{_free_port()}/"  # unreachable: still named
+    api = f"http://ingest:pa55@127.0.0.1:{_free_port()}"
+    config = _config(tmp_path, reporting_url=api)
+    Path(config).write_text(Path(config).read_text().replace(
+        "transport_url = fake:\n", f"transport_url = {broker}\nlog_file = {log}\n"))
+    text = _run_collector_until(config, log, lambda text: "Reporting API: " in text)
+    messages = [line.split(" [-] ", 1)[1] for line in text.splitlines() if " INFO collector " in line]
+    assert messages[:2] == [f"broker: {broker.replace('s3cret', '***')}",
+                            f"Reporting API: {api.replace('pa55', '***')}"], messages
+    assert "s3cret" not in text and "pa55" not in text, text

@@ -134,3 +134,80 @@ def test_the_metrics_and_columns_the_docs_name_exist() -> None:
 
     source = Path(commands.__file__).read_text()
     assert '("openstack_event_type", _provider_event_type)' in source
+
+
+def _section(page: str, title: str) -> str:
+    text = (DOCS / page).read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end == -1 else text[start:end]
+
+
+def _code_blocks(text: str) -> str:
+    return "\n".join(re.findall(r"```\w*\n(.*?)```", text, flags=re.S))
+
+
+# A Tally command called with an option: what a reader types.
+_TALLY_CALL = re.compile(r"(\S*?)\b(tally(?:-manage|-reporting|-sync|-collector|-simcloud)?)"
+                         r"\s+(?=--)")
+
+
+def test_the_bare_metal_path_calls_every_tally_command_by_its_virtualenv_path() -> None:
+    """The path installs into /opt/tally and puts nothing on PATH."""
+    bare_metal = _section("deployment.md", "Bare metal, start to finish")
+    systemd_code = _code_blocks(_section("deployment.md", "systemd"))
+    for where, text in (("bare metal", bare_metal), ("systemd", systemd_code)):
+        calls = _TALLY_CALL.findall(text)
+        assert calls, where
+        for prefix, command in calls:
+            assert prefix.endswith("/opt/tally/bin/"), f"{where}: {prefix}{command}"
+        for line in text.splitlines():
+            if "pip install" in line:
+                assert "/opt/tally/bin/pip install" in line, f"{where}: {line}"
+    assert "on PATH" not in systemd_code
+
+
+def test_the_bare_metal_path_makes_the_database_as_postgres() -> None:
+    bare_metal = _section("deployment.md", "Bare metal, start to finish")
+    calls = re.findall(r"(.{0,24})\b(createuser|createdb)\b", bare_metal)
+    assert {command for _, command in calls} == {"createuser", "createdb"}
+    for before, command in calls:
+        assert before.endswith(("sudo -u postgres ", "runuser -u postgres -- ")), before + command
+
+
+def test_the_bare_metal_path_has_the_broker_notification_and_openstack_steps() -> None:
+    from collector.listener import OPTS
+
+    bare_metal = _section("deployment.md", "Bare metal, start to finish")
+    assert "rabbitmqctl add_user tally" in bare_metal
+    assert "rabbitmqctl set_permissions" in bare_metal
+    assert "[oslo_messaging_notifications]\n   driver = messagingv2" in bare_metal
+    assert "(collector.md#rabbitmq)" in bare_metal and "\n## RabbitMQ\n" in (
+        DOCS / "collector.md").read_text()
+    topics = re.search(r"\n   topics = (\S+)\n", bare_metal)
+    default = next(opt.default for opt in OPTS if opt.name == "topics")
+    assert topics is not None and topics.group(1).split(",") == default
+    clouds_yaml = _environment(_service("tally-reporting.service"))["OS_CLIENT_CONFIG_FILE"]
+    assert f"install -d -m 0750 -o root -g tally {Path(clouds_yaml).parent}\n" in bare_metal
+    assert f"{clouds_yaml}\n" in bare_metal
+
+
+def test_the_readyz_answer_the_docs_show_is_what_it_prints(
+        tokens_file: str, tmp_path: Path, sqlite_migrated_template: Path) -> None:  # noqa: F811
+    import shutil
+
+    from reporting.app import create_app
+    from reporting.cmd import load_conf
+    from reporting.db.session import ENGINE_KEY
+
+    shutil.copyfile(sqlite_migrated_template, tmp_path / "tally.sqlite")
+    conf = load_conf([], prog="docs-test", config_files=[])
+    conf.set_override("connection", f"sqlite:///{tmp_path / 'tally.sqlite'}", group="database")
+    conf.set_override("tokens_file", tokens_file, group="api")
+    app = create_app(conf)
+    try:
+        body = app.test_client().get("/readyz").get_data(as_text=True).strip()
+    finally:
+        app.extensions[ENGINE_KEY].dispose()
+    bare_metal = " ".join(_section("deployment.md", "Bare metal, start to finish").split())
+    assert f"`curl -s 127.0.0.1:8779/readyz` prints `{body}`" in bare_metal

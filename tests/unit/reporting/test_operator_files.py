@@ -4,6 +4,7 @@ a token that loads but can never match."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -35,6 +36,18 @@ def test_an_unquoted_numeric_token_must_be_quoted(tmp_path: Path) -> None:
     with pytest.raises(AuthConfigError, match=r"entry 2: the token 12345 is read as a number: "
                                                r'quote it \("12345": admin\)'):
         load_tokens(path)
+
+
+def test_a_yaml_error_in_the_tokens_file_gives_the_line(tmp_path: Path) -> None:
+    path = _file(tmp_path, "tokens.yaml", """\
+        "tok-a": read
+        "tok-b": [admin
+        """)
+    with pytest.raises(AuthConfigError) as caught:
+        load_tokens(path)
+    message = str(caught.value)
+    assert re.fullmatch(rf"\[api\] tokens_file {re.escape(path)} is not valid YAML at line 3, "
+                        r"column 1: expected ',' or '\]', but got '<stream end>'", message), message
 
 
 @pytest.mark.parametrize("token", ["caf\u20ac-token", "tok\u00e9n\u0142"])
@@ -111,6 +124,31 @@ def test_a_clock_other_than_wall_or_simulated_is_refused(tmp_path: Path) -> None
         """)
     with pytest.raises(CloudsFileError, match="clock 'virtual' is not one of wall, simulated"):
         load_clouds_file(path)
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ("clock_url: http://127.0.0.1:1/_sim/clock", "clock_url is the clock of a simulated cloud: "
+                                                 "it needs clock: simulated"),
+    ("clock: simulated, clock_url: 127.0.0.1:1/_sim/clock", "clock_url '127.0.0.1:1/_sim/clock' "
+                                                            "is not an http:// or https:// URL"),
+    ("clock: simulated, clock_url: 5", "clock_url 5 is not an http:// or https:// URL"),
+])
+def test_a_clock_url_is_a_simulated_clocks_url(tmp_path: Path, entry: str, message: str) -> None:
+    path = _file(tmp_path, "tally-clouds.yaml", f"""\
+        clouds:
+          - {{name: a, platform: openstack, adapter: openstack, {entry}}}
+        """)
+    with pytest.raises(CloudsFileError, match=f"^clouds file {path}: cloud 'a': " + re.escape(message)):
+        load_clouds_file(path)
+
+
+def test_a_simulated_clock_url_is_read(tmp_path: Path) -> None:
+    path = _file(tmp_path, "tally-clouds.yaml", """\
+        clouds:
+          - {name: a, platform: openstack, adapter: openstack, clock: simulated,
+             clock_url: "http://127.0.0.1:1/_sim/clock"}
+        """)
+    assert load_clouds_file(path)["a"].clock_url == "http://127.0.0.1:1/_sim/clock"
 
 
 # -- the Reporting API's base URL -------------------------------------------------------------

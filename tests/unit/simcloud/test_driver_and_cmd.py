@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -50,7 +51,7 @@ def test_drive_in_process_without_syncs() -> None:
                           step=dt.timedelta(0)))
 
 
-def test_drive_command_exit_code(tmp_path) -> None:
+def test_drive_command_exit_code(tmp_path, caplog: pytest.LogCaptureFixture) -> None:
     token = tmp_path / "token"
     token.write_text("s3cret\n")
     with running_simcloud(WorldConfig(seed=5, scale=20)) as sim, \
@@ -59,7 +60,13 @@ def test_drive_command_exit_code(tmp_path) -> None:
         args = ["drive", "--sim-url", sim.base_url, "--reporting-url", REPORTING,
                 "--cloud", "sim", "--token-file", str(token), "--step-s", "3600",
                 "--until", "2026-11-01T03:00:00Z"]
-        assert cmd.main(args) == 0
+        with caplog.at_level(logging.INFO, logger="simcloud"):
+            assert cmd.main(args) == 0
+        # At start it names what it drives and the API it syncs.
+        assert [r.getMessage() for r in caplog.records if r.name == "simcloud"][:2] == [
+            f"simulated cloud: {sim.base_url} (clock at 2026-11-01T00:00:00.000000Z); driving "
+            "it to 2026-11-01T03:00:00.000000Z in steps of 3600s",
+            f"Reporting API: {REPORTING} (syncing cloud sim after each step)"]
         assert sum(r.url.startswith(REPORTING) for r in mock.request_history) == 3
         mock.post(f"{REPORTING}/internal/sync/sim", status_code=500, json={"id": "x"})
         assert cmd.main(args[:-1] + ["2026-11-01T04:00:00Z"]) == 1
