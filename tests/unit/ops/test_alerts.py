@@ -21,6 +21,8 @@ REQUIRED_ALERTS = {
     # The collector's disk: items parked there, and a buffer the API does not drain.
     "TallyCollectorParked",
     "TallyCollectorBufferStale",
+    # The collector's cloud is one the API's clouds file does not name.
+    "TallyCollectorCloudUnknown",
 }
 RUNBOOK_SECTIONS = ("## What it means", "## How to confirm", "## What to do")
 
