@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import yaml
 
-from mapping.event import MAX_ID_LEN
+from mapping.event import MAX_ID_LEN, route_problem
 from reporting.sync.observation import Adapter
 
 
@@ -65,6 +65,9 @@ def _entry(path: str, index: int, raw: Any) -> CloudEntry:
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_ID_LEN:
         raise CloudsFileError(f"{where}: name must be a non-empty string of at most 255 chars")
     where = f"clouds file {path}: cloud {name!r}"
+    problem = route_problem(name)
+    if problem is not None:
+        raise CloudsFileError(f"{where}: name {problem}")
     unknown = sorted(set(raw) - {"name", "platform", "adapter", "adapter_config", "clock"})
     if unknown:
         raise CloudsFileError(f"{where}: unknown key(s) {', '.join(map(str, unknown))}")
@@ -77,6 +80,9 @@ def _entry(path: str, index: int, raw: Any) -> CloudEntry:
             f"{where}: adapter {adapter!r} is not one of {', '.join(sorted(ADAPTERS))}"
         )
     platform = raw.get("platform")
+    problem = route_problem(platform) if isinstance(platform, str) else None
+    if problem is not None:
+        raise CloudsFileError(f"{where}: platform {platform!r} {problem}")
     if platform != ADAPTERS[adapter][0]:
         raise CloudsFileError(
             f"{where}: platform {platform!r} is not the platform of adapter {adapter!r} "
