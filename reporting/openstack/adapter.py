@@ -21,7 +21,13 @@ from openstack.config import cloud_region
 from mapping.event import format_timestamp
 from reporting.openstack import resources
 from reporting.openstack.credentials import resolve_cloud
-from reporting.openstack.http import Budget, ServiceClient, make_client, paginate
+from reporting.openstack.http import (
+    Budget,
+    ServiceClient,
+    make_client,
+    paginate,
+    retrying_session,
+)
 from reporting.openstack.settings import OpenStackSettings, parse_settings
 from reporting.sync.observation import (
     Observation,
@@ -94,7 +100,7 @@ class _Run:
     def _authenticate(self) -> Any:
         entry = self.settings.os_cloud
         try:
-            session = self.region.get_session()
+            session = retrying_session(self.region)
             session.timeout = self.budget.remaining()
             session.get_token()
         except RunAborted:
