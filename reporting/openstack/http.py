@@ -108,7 +108,9 @@ class IdentityRetrySession(ks_session.Session):
         super().__init__(*args, **kwargs)
         self._identity_retries = {k: v for k, v in identity_retries.items() if v is not None}
 
-    def request(self, url: str, method: str, **kwargs: Any) -> Any:
+    # Every argument is passed on unchanged but the retry defaults: the override takes
+    # them as keywords rather than repeating keystoneauth's thirty parameters.
+    def request(self, url: str, method: str, **kwargs: Any) -> Any:  # type: ignore[override]
         endpoint_filter = kwargs.get("endpoint_filter") or {}
         if not endpoint_filter.get("service_type"):
             for name, value in self._identity_retries.items():

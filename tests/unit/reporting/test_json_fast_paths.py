@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from reporting import pg_batch
 from reporting.api.errors import ApiError
-from reporting.api.jsonbody import MAX_DEPTH, too_deep, parse
+from reporting.api.jsonbody import MAX_DEPTH, parse, too_deep
 from reporting.validation import _ESCAPED_NUL, unstorable
 
 text = st.text(alphabet=st.characters(codec=None)) | st.sampled_from(
