@@ -363,14 +363,7 @@ class Delivery:
 
     def _post(self, items: list[BufferedEvent]) -> requests.Response:
         body = '{"events":[' + ",".join(item.value for item in items) + "]}"
-        try:
-            return self._session().post(self._url, data=body.encode("utf-8"),
-                                        timeout=self._timeout)
-        except requests.Timeout as exc:
-            raise DeliveryRefused("timeout", describe_request_error(exc, self._url)) from None
-        except requests.RequestException as exc:
-            # requests' text holds urllib3's twice (~600 characters): one reason instead.
-            raise DeliveryRefused("connection", describe_request_error(exc, self._url)) from None
+        return post(self._session(), self._url, body.encode("utf-8"), self._timeout)
 
     def _settle(self, items: list[BufferedEvent], response: requests.Response) -> int:
         try:
@@ -394,6 +387,17 @@ class Delivery:
                 "bad_response",
                 f"the answer covered {len(done)} of {len(items)} events; the rest is kept")
         return len(done)
+
+
+def post(session: requests.Session, url: str, body: bytes, timeout: float) -> requests.Response:
+    """POST ``body``; a request that got no answer is a DeliveryRefused."""
+    try:
+        return session.post(url, data=body, timeout=timeout)
+    except requests.Timeout as exc:
+        raise DeliveryRefused("timeout", describe_request_error(exc, url)) from None
+    except requests.RequestException as exc:
+        # requests' text holds urllib3's twice (~600 characters): one reason instead.
+        raise DeliveryRefused("connection", describe_request_error(exc, url)) from None
 
 
 def _error_code(response: requests.Response) -> str:

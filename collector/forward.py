@@ -32,12 +32,12 @@ from collector.delivery import (
     api_url,
     backoff_delay,
     error_summary,
+    post,
     read_token,
     refusal,
 )
 from collector.metrics import CollectorMetrics
 from collector.parked_store import ParkedItem
-from mapping.api_url import describe_request_error
 
 LOG = logging.getLogger(__name__)
 
@@ -178,13 +178,7 @@ class ParkedForwarder:
     def _post(self, batch: list[ParkedItem]) -> requests.Response:
         body = {"items": [{"key": item.parked_id, "raw": item.raw,
                            "reason": _clean_reason(item.reason)} for item in batch]}
-        try:
-            return self._session.post(self._url, data=json.dumps(body).encode("ascii"),
-                                      timeout=self._timeout)
-        except requests.Timeout as exc:
-            raise DeliveryRefused("timeout", describe_request_error(exc, self._url)) from None
-        except requests.RequestException as exc:
-            raise DeliveryRefused("connection", describe_request_error(exc, self._url)) from None
+        return post(self._session, self._url, json.dumps(body).encode("ascii"), self._timeout)
 
     def _settle(self, batch: list[ParkedItem], response: requests.Response) -> int:
         try:

@@ -18,7 +18,7 @@ from flask import Blueprint, jsonify
 from reporting import dead_letter
 from reporting.api.auth import require_role
 from reporting.api.errors import ApiError
-from reporting.api.jsonbody import json_object, strict_loads, too_deep
+from reporting.api.jsonbody import batch_of, json_object, strict_loads, too_deep
 from reporting.db.session import app_sessionmaker
 from reporting.ingest import MAX_BATCH
 from reporting.pagination import storable_text
@@ -57,15 +57,7 @@ def _item(index: int, item: Any) -> tuple[str, str, str]:
 def items_of(body: dict[str, Any]) -> list[tuple[str, str, str]]:
     """The ``(key, raw, reason)`` of each item of a request body, checked as
     docs/reporting-api.md states (400 for anything else, 413 past 1000 items)."""
-    unknown = sorted(set(body) - {"items"})
-    if unknown:
-        raise _bad(f"unknown member(s) in the body: {', '.join(unknown)}")
-    items = body.get("items")
-    if not isinstance(items, list) or not items:
-        raise _bad("the body must hold a non-empty 'items' array")
-    if len(items) > MAX_BATCH:
-        raise ApiError(413, "too_many_items", f"{len(items)} items in one request; at most "
-                       f"{MAX_BATCH}")
+    items = batch_of(body, "items", limit=MAX_BATCH)
     return [_item(index, item) for index, item in enumerate(items)]
 
 

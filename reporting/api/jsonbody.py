@@ -81,3 +81,18 @@ def parse(data: bytes) -> Any:
     except (ValueError, RecursionError) as exc:
         raise ApiError(400, "bad_request", f"the request body is not valid JSON: {exc}") from None
     return document
+
+
+def batch_of(body: dict[str, Any], member: str, *, limit: int, what: str = "") -> list[Any]:
+    """The body's one member ``member``, a non-empty array of at most ``limit``
+    entries: 400 otherwise (413 ``too_many_<member>`` past the limit)."""
+    unknown = sorted(set(body) - {member})
+    if unknown:
+        raise ApiError(400, "bad_request", f"unknown member(s) in the body: {', '.join(unknown)}")
+    entries = body.get(member)
+    if not isinstance(entries, list) or not entries:
+        raise ApiError(400, "bad_request", f"the body must hold a non-empty {member!r} array{what}")
+    if len(entries) > limit:
+        raise ApiError(413, f"too_many_{member}",
+                       f"{len(entries)} {member} in one request; at most {limit}")
+    return entries
