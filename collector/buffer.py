@@ -16,16 +16,16 @@ holding back acknowledgements.
 
 Items that cannot be delivered at all (see ``collector.delivery``) and
 notifications that cannot be buffered are moved to a second store, ``parked/``
-beside the buffer, with the reason: kept on disk for an operator, never dropped.
+beside the buffer, with the reason (``collector.parked_store``): kept on disk until
+the Reporting API's dead letter has them (``collector.forward``), never dropped.
 
 One collector owns a buffer directory (a lock file enforces it): the event count
-is kept in memory after one scan at start.
+is kept in memory after one scan at start.  The parked store has no such owner.
 """
 
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import threading
 import time
@@ -33,10 +33,10 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-import diskcache
 from oslo_config import cfg
 
 from collector.errors import ConfigurationError
+from collector.parked_store import ParkedStore, open_cache
 
 OPTS = [
     cfg.StrOpt(
@@ -64,9 +64,6 @@ OPTS = [
     ),
 ]
 
-_SYNCHRONOUS = {"normal": 1, "full": 2}
-# Keep every value inside SQLite: a side file would not be part of the transaction.
-_MAX_INLINE_BYTES = 2**30
 _SEPARATOR = "\n"
 
 
@@ -79,17 +76,6 @@ class BufferedEvent:
     value: str
 
 
-def _open_cache(directory: str, sync: str) -> diskcache.Cache:
-    return diskcache.Cache(
-        directory,
-        eviction_policy="none",
-        statistics=False,
-        disk_min_file_size=_MAX_INLINE_BYTES,
-        sqlite_synchronous=_SYNCHRONOUS[sync],
-        timeout=60,
-    )
-
-
 def _events_of(item_value: str) -> list[str]:
     """The event texts of an item by position; a settled position is blank."""
     return item_value.split(_SEPARATOR) if item_value else []
@@ -97,6 +83,10 @@ def _events_of(item_value: str) -> list[str]:
 
 def _count(texts: list[str]) -> int:
     return sum(1 for text in texts if text)
+
+
+class BufferInUse(ConfigurationError):
+    """Another process (a running collector) holds the buffer directory."""
 
 
 class EventBuffer:
@@ -108,8 +98,8 @@ class EventBuffer:
             if not os.access(directory, os.W_OK | os.X_OK):
                 raise PermissionError(f"no write permission on {directory}")
             self._lock_file = _lock_directory(directory)
-            self._cache = _open_cache(directory, sync)
-            self._parked = _open_cache(os.path.join(directory, "parked"), sync)
+            self._cache = open_cache(directory, sync)
+            self.parked = ParkedStore(os.path.join(directory, "parked"), sync)
         except ConfigurationError:
             raise
         except Exception as exc:
@@ -144,7 +134,7 @@ class EventBuffer:
 
     def park(self, record: dict[str, Any]) -> None:
         """Keep something that cannot be buffered or delivered, with its reason."""
-        self._parked.push(json.dumps(record, default=repr, sort_keys=True), tag=time.time())
+        self.parked.park(record)
 
     # --- reading (delivery threads) --------------------------------------------------
 
@@ -203,23 +193,11 @@ class EventBuffer:
             return self._count
 
     def parked_depth(self) -> int:
-        return len(self._parked)
+        return len(self.parked)
 
     def parked_items(self) -> list[dict[str, Any]]:
         """Everything parked, oldest first (for operators and tests)."""
-        return [record for _, record in self.parked_entries()]
-
-    def parked_entries(self) -> list[tuple[int, dict[str, Any]]]:
-        """(key, record) of everything parked, oldest first."""
-        entries = []
-        for key in self._parked.iterkeys():
-            value = self._parked.get(key)
-            if value is not None:
-                entries.append((key, json.loads(value)))
-        return entries
-
-    def drop_parked(self, key: int) -> None:
-        self._parked.delete(key)
+        return [item.record for item in self.parked.items()]
 
     def oldest_age(self, now: float | None = None) -> float:
         """Seconds since the oldest buffered item was written (0 when empty)."""
@@ -242,7 +220,7 @@ class EventBuffer:
 
     def close(self) -> None:
         self._cache.close()
-        self._parked.close()
+        self.parked.close()
         self._lock_file.close()
 
 
@@ -252,6 +230,6 @@ def _lock_directory(directory: str) -> IO[str]:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         handle.close()
-        raise ConfigurationError(
+        raise BufferInUse(
             f"[collector] buffer_dir {directory!r} is in use by another collector") from None
     return handle

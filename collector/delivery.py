@@ -96,11 +96,27 @@ class DeliveryRefused(Exception):
         self.retry_after = retry_after
 
 
-def events_url(reporting_url: str) -> str:
+def api_url(reporting_url: str, path: str) -> str:
+    """``path`` of the Reporting API at ``[collector] reporting_url``."""
     try:
-        return check_base_url("[collector] reporting_url", reporting_url) + "/v1/events"
+        return check_base_url("[collector] reporting_url", reporting_url) + path
     except ApiUrlError as exc:
         raise ConfigurationError(str(exc)) from None
+
+
+def events_url(reporting_url: str) -> str:
+    return api_url(reporting_url, "/v1/events")
+
+
+def backoff_delay(failures: int, initial: float, maximum: float,
+                  jitter: Callable[[float, float], float], retry_after: float | None) -> float:
+    """The pause after ``failures`` earlier consecutive failures: exponential with equal
+    jitter, capped at ``maximum``; honours Retry-After up to the cap."""
+    ceiling = min(maximum, initial * 2 ** min(failures, 30))
+    delay = ceiling / 2 + jitter(0, ceiling / 2)
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, maximum))
+    return delay
 
 
 def read_token(path: str | None) -> str | None:
@@ -244,12 +260,9 @@ class Delivery:
 
     def next_delay(self, retry_after: float | None) -> float:
         """Exponential backoff with equal jitter, capped; honours Retry-After up to the cap."""
-        exponent = min(self._failures, 30)
+        delay = backoff_delay(self._failures, self._initial_delay, self._max_delay,
+                              self._jitter, retry_after)
         self._failures += 1
-        ceiling = min(self._max_delay, self._initial_delay * 2**exponent)
-        delay = ceiling / 2 + self._jitter(0, ceiling / 2)
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self._max_delay))
         return delay
 
     def deliver_once(self) -> int:
@@ -340,7 +353,7 @@ class Delivery:
         """POST items, splitting on 400/413.  Returns (answered, items refused alone)."""
         response = self._post(items)
         if response.status_code in (400, 413):
-            detail = f"HTTP {response.status_code} {_error_code(response)}"
+            detail = f"HTTP {response.status_code} {error_summary(response)}"
             if len(items) == 1:
                 return 0, [(items[0], detail)]
             self._metrics.delivery_failures.labels("split").inc()
@@ -350,19 +363,12 @@ class Delivery:
             second = self._send(items[middle:])
             return first[0] + second[0], first[1] + second[1]
         if response.status_code != 200:
-            raise _refusal(response)
+            raise refusal(response)
         return self._settle(items, response), []
 
     def _post(self, items: list[BufferedEvent]) -> requests.Response:
         body = '{"events":[' + ",".join(item.value for item in items) + "]}"
-        try:
-            return self._session().post(self._url, data=body.encode("utf-8"),
-                                        timeout=self._timeout)
-        except requests.Timeout as exc:
-            raise DeliveryRefused("timeout", describe_request_error(exc, self._url)) from None
-        except requests.RequestException as exc:
-            # requests' text holds urllib3's twice (~600 characters): one reason instead.
-            raise DeliveryRefused("connection", describe_request_error(exc, self._url)) from None
+        return post(self._session(), self._url, body.encode("utf-8"), self._timeout)
 
     def _settle(self, items: list[BufferedEvent], response: requests.Response) -> int:
         try:
@@ -388,6 +394,17 @@ class Delivery:
         return len(done)
 
 
+def post(session: requests.Session, url: str, body: bytes, timeout: float) -> requests.Response:
+    """POST ``body``; a request that got no answer is a DeliveryRefused."""
+    try:
+        return session.post(url, data=body, timeout=timeout)
+    except requests.Timeout as exc:
+        raise DeliveryRefused("timeout", describe_request_error(exc, url)) from None
+    except requests.RequestException as exc:
+        # requests' text holds urllib3's twice (~600 characters): one reason instead.
+        raise DeliveryRefused("connection", describe_request_error(exc, url)) from None
+
+
 def _error_code(response: requests.Response) -> str:
     try:
         return str(response.json()["error"]["code"])
@@ -395,7 +412,18 @@ def _error_code(response: requests.Response) -> str:
         return ""
 
 
-def _refusal(response: requests.Response) -> DeliveryRefused:
+def error_summary(response: requests.Response) -> str:
+    """The API's error code and message (clipped), for a reason an operator reads."""
+    try:
+        error = response.json()["error"]
+        summary = f"{error['code']}: {error['message']}"
+    except Exception:
+        return ""
+    return summary if len(summary) <= 300 else summary[:297] + "..."
+
+
+def refusal(response: requests.Response) -> DeliveryRefused:
+    """The retry-later failure a non-200 answer is (its reason a metric label)."""
     status = response.status_code
     detail = f"HTTP {status} {_error_code(response)}".strip()
     if status == 429:

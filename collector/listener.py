@@ -27,6 +27,7 @@ from collector.backlog import BacklogSignal
 from collector.buffer import EventBuffer
 from collector.errors import ConfigurationError
 from collector.metrics import CollectorMetrics
+from mapping.event import route_problem
 from mapping.jsontext import dumps_finite
 from mapping.openstack import map_notification
 
@@ -87,9 +88,10 @@ def resolve_cloud(conf: cfg.ConfigOpts, environ: Mapping[str, str]) -> str:
     if not cloud:
         raise ConfigurationError(
             "no cloud name: set [collector] cloud or the TALLY_OSC_CLOUD environment variable")
-    if "/" in cloud:
+    problem = route_problem(cloud)
+    if problem is not None:
         # The API refuses every event of such a cloud: no resource URL could hold it.
-        raise ConfigurationError(f"cloud name {cloud!r} holds '/', which no cloud name may hold")
+        raise ConfigurationError(f"cloud name {cloud!r} {problem}")
     return str(cloud)
 
 

@@ -65,7 +65,21 @@ class CollectorMetrics:
             "tally_collector_buffer_oldest_age_seconds",
             "Age of the oldest event in the disk buffer (0 when empty).", registry=r)
         self.parked_depth = prometheus_client.Gauge(
-            "tally_collector_parked_depth", "Items in the parked store.", registry=r)
+            "tally_collector_parked_depth",
+            "Items in the parked store: not yet filed in the Reporting API's dead letter "
+            "(the API did not answer, or refused to file them).", registry=r)
+        self.parked_forwarded = prometheus_client.Counter(
+            "tally_collector_parked_forwarded",
+            "Parked items the Reporting API filed in its dead letter, then removed from "
+            "the parked store, by outcome (filed; duplicate: filed by an earlier attempt).",
+            ["outcome"], registry=r)
+        self.parked_forward_failures = prometheus_client.Counter(
+            "tally_collector_parked_forward_failures",
+            "Requests filing parked items that did not succeed, by reason (refused: the "
+            "API will not file that item, which stays parked).", ["reason"], registry=r)
+        self.parked_requeued = prometheus_client.Counter(
+            "tally_collector_parked_requeued",
+            "Parked events an operator requeued, moved back into the buffer.", registry=r)
         self.undecodable = prometheus_client.Counter(
             "tally_collector_undecodable",
             "Notifications oslo.messaging could not decode and rejected before the "

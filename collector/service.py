@@ -1,4 +1,5 @@
-"""The collector assembled: listener, disk buffer, delivery thread and metrics."""
+"""The collector assembled: listener, disk buffer, delivery and parked-item threads,
+metrics."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from collector.buffer import EventBuffer
 from collector.cloud_check import CloudCheck
 from collector.delivery import Delivery, read_token
 from collector.errors import ConfigurationError
+from collector.forward import ParkedForwarder
 from collector.listener import NotificationEndpoint, build_listener, resolve_cloud
 from collector.metrics import CollectorMetrics, MetricsServer, parse_bind
 from collector.undecodable import UndecodableCounter
@@ -68,6 +70,8 @@ class Collector:
         self.stopping = threading.Event()
         self.written = threading.Event()
         self.undecodable = UndecodableCounter(self.metrics.undecodable)
+        self.forwarder = ParkedForwarder.from_conf(conf, self.buffer, self.metrics,
+                                                   self.written)
         self.endpoint = NotificationEndpoint(
             self.cloud, self.buffer, self.metrics, self.stopping, self.written,
             max_write_attempts=conf.collector.max_write_attempts,
@@ -101,6 +105,9 @@ class Collector:
         # connection), so it runs in its own thread and SIGTERM still ends the process.
         self._listener_thread = threading.Thread(
             target=self._start_listener, name="tally-listener-start", daemon=True)
+        self._forward_thread = threading.Thread(
+            target=self.forwarder.run, args=(self.stopping,), name="tally-parked-forward",
+            daemon=True)
         self._cloud_check_thread = threading.Thread(
             target=self.cloud_check.run, args=(self.stopping,), name="tally-cloud-check",
             daemon=True)
@@ -115,10 +122,11 @@ class Collector:
                  self.cloud, ",".join(self.conf.collector.exchanges),
                  self.conf.collector.pool, depth)
         if parked:
-            LOG.warning("%d items are parked in %s/parked and will not be delivered "
-                        "until an operator requeues them", parked, self.buffer.directory)
+            LOG.warning("%d items are parked in %s/parked; they go to the Reporting API's "
+                        "dead letter as soon as it files them", parked, self.buffer.directory)
         self.undecodable.install()
         self._delivery_thread.start()
+        self._forward_thread.start()
         self._listener_thread.start()
         self._cloud_check_thread.start()
 
@@ -151,6 +159,7 @@ class Collector:
             LOG.warning("Stopping before RabbitMQ was reached: nothing was consumed")
         self.written.set()
         self._delivery_thread.join(timeout=self.conf.collector.request_timeout_s + 5)
+        self._forward_thread.join(timeout=self.conf.collector.request_timeout_s + 5)
         if self.metrics_server is not None:
             self.metrics_server.stop()
         self.undecodable.remove()

@@ -29,6 +29,19 @@ EVENT_ID_NAMESPACE: Final = uuid.UUID("5b0b4d52-4f3c-4d0e-9a55-7a11e1a7a11e")
 MAX_ID_LEN: Final = 255
 MAX_STATE_LEN: Final = 255
 
+# The fields a resource's URL is made of (/v1/resources/{platform}/{cloud}/{type}/{id}):
+# none may hold "/", or the resource could be stored but never fetched.
+# (resource_type's own pattern already excludes it.)
+PATH_FIELDS: Final = ("platform", "cloud", "resource_id")
+
+
+def route_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a platform, cloud or resource id, or None: the one rule of
+    ingest, the API's clouds file and the collector's cloud name."""
+    if "/" in value:
+        return "must not hold '/' (no route could serve it)"
+    return None
+
 # RFC 3339 date-time with a mandatory offset and at most microseconds.
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?([Zz]|[+-]\d{2}:\d{2})$"

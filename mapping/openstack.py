@@ -25,7 +25,6 @@ from typing import Any, Final
 
 from mapping import event
 from mapping.openstack_rules import (
-    IMAGE_STORED_STATE,
     SizeBuilder,
     SkipRule,
     StateRule,
@@ -34,10 +33,10 @@ from mapping.openstack_rules import (
     image_size,
     instance_size,
     loadbalancer_size,
-    normalize_image_status,
     normalize_vm_state,
     normalize_volume_status,
     read_path,
+    stored_image,
     unsized_image,
     vm_state,
     volume_size,
@@ -50,7 +49,6 @@ __all__ = [
     "RULES_BY_OSLO_TYPE",
     "context_project_id",
     "map_notification",
-    "normalize_image_status",
     "normalize_vm_state",
     "normalize_volume_status",
     "oslo_timestamp",
@@ -101,8 +99,8 @@ NOTIFICATION_TABLE: Final[tuple[NotificationRule, ...]] = (
     _R(oslo_event_type="volume.transfer.accept.end", event_type="volume.transfer.accept.end", resource_type="volume", state=volume_status, size=volume_size, resource_id=_VOLUME_ID, project_id="tenant_id"),
     _R(oslo_event_type="floatingip.create.end", event_type="floatingip.create.end", resource_type="floating_ip", state=fixed_state("active"), size=floating_ip_size, resource_id=("floatingip.id",), project_id="floatingip.tenant_id"),
     _R(oslo_event_type="floatingip.delete.end", event_type="floatingip.delete.end", resource_type="floating_ip", state=None, size=None, resource_id=("floatingip_id",), project_id=None),
-    _R(oslo_event_type="image.upload", event_type="image.create", resource_type="image", state=fixed_state(IMAGE_STORED_STATE), size=image_size, resource_id=_IMAGE_ID, project_id="owner"),
-    _R(oslo_event_type="image.create", event_type="image.create", resource_type="image", state=fixed_state(IMAGE_STORED_STATE), size=image_size, resource_id=_IMAGE_ID, project_id="owner", skip=unsized_image),
+    _R(oslo_event_type="image.upload", event_type="image.create", resource_type="image", state=stored_image, size=image_size, resource_id=_IMAGE_ID, project_id="owner"),
+    _R(oslo_event_type="image.create", event_type="image.create", resource_type="image", state=stored_image, size=image_size, resource_id=_IMAGE_ID, project_id="owner", skip=unsized_image),
     _R(oslo_event_type="image.delete", event_type="image.delete", resource_type="image", state=None, size=None, resource_id=_IMAGE_ID, project_id="owner"),
     _R(oslo_event_type="octavia.loadbalancer.create.end", event_type="octavia.loadbalancer.create.end", resource_type="loadbalancer", state=fixed_state("active"), size=loadbalancer_size, resource_id=_LOADBALANCER_ID, project_id="project_id"),
     _R(oslo_event_type="octavia.loadbalancer.update.end", event_type="octavia.loadbalancer.update.end", resource_type="loadbalancer", state=fixed_state("active"), size=None, resource_id=_LOADBALANCER_ID, project_id="project_id"),

@@ -12,6 +12,7 @@ APIs report through the very same functions.
 
 from __future__ import annotations
 
+import enum
 import ipaddress
 import math
 from collections.abc import Callable, Mapping
@@ -40,17 +41,30 @@ VM_STATE_NORMALIZATION: Final[Mapping[str, str]] = MappingProxyType({
 # Volume events that change size or owner do not always repeat the status.
 DEFAULT_VOLUME_STATUS: Final = "available"
 
-# The state the table books for an image whose data glance holds (image.upload, or an
-# image.create that carries a size).
-IMAGE_STORED_STATE: Final = "active"
-# Glance statuses of an image whose data is in the store: ``deactivated`` only hides
-# it from non-admins, it still occupies the store.
-IMAGE_STORED_STATUSES: Final = frozenset({"active", "deactivated"})
-# Glance statuses of an image whose data is still on its way in: the table books
-# nothing until image.upload.
-IMAGE_UPLOADING_STATUSES: Final = frozenset({"queued", "saving", "uploading", "importing"})
-# Glance statuses of an image without data: its upload failed or it is deleted.
-IMAGE_DATALESS_STATUSES: Final = frozenset({"killed", "deleted", "pending_delete"})
+
+
+class ImageData(enum.Enum):
+    """Whether glance holds an image's data, which is what an image is booked by."""
+
+    STORED = "stored"  # in the store: the table's image.upload (or a sized image.create)
+    ARRIVING = "arriving"  # still on its way in: nothing is booked until image.upload
+    ABSENT = "absent"  # never got data or lost it: the upload failed, or it is deleted
+    UNKNOWN = "unknown"  # a glance status this table does not know (a newer glance)
+
+
+# Glance statuses by what they say of the data.  ``deactivated`` only hides an image
+# from non-admins: its data still occupies the store.
+IMAGE_STATUSES: Final[Mapping[str, ImageData]] = MappingProxyType({
+    "active": ImageData.STORED,
+    "deactivated": ImageData.STORED,
+    "queued": ImageData.ARRIVING,
+    "saving": ImageData.ARRIVING,
+    "uploading": ImageData.ARRIVING,
+    "importing": ImageData.ARRIVING,
+    "killed": ImageData.ABSENT,
+    "deleted": ImageData.ABSENT,
+    "pending_delete": ImageData.ABSENT,
+})
 
 
 def read_path(payload: Any, path: str) -> Any:
@@ -120,16 +134,27 @@ def fixed_state(state: str) -> StateRule:
     return rule
 
 
-def normalize_image_status(status: Any) -> Any:
-    """Normalise a glance image status to the state the table books.
+def image_data(status: Any) -> ImageData:
+    """What a glance image status says of the image's data (UNKNOWN for any other)."""
+    if not isinstance(status, str):
+        return ImageData.UNKNOWN
+    return IMAGE_STATUSES.get(status, ImageData.UNKNOWN)
 
-    ``active`` and ``deactivated`` -> ``active`` (the image's data is in the store);
-    anything else passes through unchanged (what an uploading or dataless image is,
-    is said by ``IMAGE_UPLOADING_STATUSES`` / ``IMAGE_DATALESS_STATUSES``).
-    """
-    if status in IMAGE_STORED_STATUSES:
-        return IMAGE_STORED_STATE
-    return status
+
+def image_state(data: ImageData) -> str | None:
+    """The state an image is booked with: ``active`` once glance holds its data; None
+    (nothing booked live) while it is arriving, when it is absent, or when nothing says.
+
+    The one image-state function: the table's ``stored_image`` and reconciliation's
+    reading of glance's listing both book through it."""
+    return "active" if data is ImageData.STORED else None
+
+
+def stored_image(payload: Payload) -> Any:
+    """State rule ``stored_image``: an ``image.upload`` (or an ``image.create`` that
+    carries a size) is glance saying it holds the data, whatever status the payload
+    shows mid-flight (``saving``, ``queued``)."""
+    return image_state(ImageData.STORED)
 
 
 # --- size builders ---------------------------------------------------------------------

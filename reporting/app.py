@@ -13,6 +13,7 @@ from reporting.api import (
     clouds,
     errors,
     events,
+    filing,
     health,
     openapi,
     periods,
@@ -49,7 +50,7 @@ def _register_blueprints(app: Flask, conf: cfg.ConfigOpts) -> None:
     for read_side in (health, openapi, resources, usage, clouds):
         app.register_blueprint(read_side.bp)
     events.init_app(app, conf)
-    for write_side in (events, rejected, resource_types):
+    for write_side in (events, rejected, filing, resource_types):
         app.register_blueprint(write_side.bp)
     sync_api.init_app(app, conf)
     app.register_blueprint(sync_api.bp)

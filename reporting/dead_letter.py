@@ -6,6 +6,9 @@ text in ``raw_json``: every character outside ASCII is escaped, which a text col
 of either backend keeps exactly.  Replay ingests that text, never the readable copy,
 and a replay the API answers ``duplicate`` counts only when the stored event under
 that id is the very event replayed.
+
+A collector files here what it parked on its disk (``file_parked``), each item under
+its own key, so the retry of a filing the API committed files nothing new.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
+from reporting.db import writes
 from reporting.db.models import Event, RejectedEvent
-from reporting.ingest import ItemResult, ingest
-from reporting.validation import ValidEvent, load_validator
+from reporting.ingest import ItemResult, ingest, readable, retried, utcnow
+from reporting.validation import ValidEvent, exact_text, load_validator, storable_copy
 
 # Replacement characters the readable copy used before revision 0009 kept raw_json:
 # a row holding one may not be what arrived.
@@ -108,3 +112,33 @@ def replay_rows(
         else:
             results.append(outcomes[i])
     return results
+
+
+def file_parked(factory: sessionmaker[Session], items: Sequence[tuple[str, Any, str]]
+                ) -> list[tuple[int, bool]]:
+    """File ``(key, item, reason)`` triples as dead-letter rows, committed before this
+    returns.  Answers, per triple and in order, the row's id and whether this call
+    filed it (False: the key was filed before, by an earlier attempt or earlier in
+    ``items``)."""
+    received_at = utcnow()
+    rows: dict[str, dict[str, Any]] = {}
+    for key, item, reason in items:
+        rows.setdefault(key, {
+            "received_at": received_at, "cloud": readable(item, "cloud"),
+            "event_id": readable(item, "event_id"), "reason": reason,
+            "raw": storable_copy(item), "raw_json": exact_text(item), "replayed_at": None,
+            "filed_key": key,
+        })
+
+    def transaction() -> tuple[dict[str, int], dict[str, int]]:
+        with factory() as session, session.begin():
+            return writes.of(session).file_rejected(session, list(rows.values()))
+
+    filed, before = retried(factory, transaction)
+    answered: list[tuple[int, bool]] = []
+    seen: set[str] = set()
+    for key, _, _ in items:
+        # A key repeated in ``items`` was filed by its first copy.
+        answered.append((filed[key], key not in seen) if key in filed else (before[key], False))
+        seen.add(key)
+    return answered

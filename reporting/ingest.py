@@ -14,8 +14,8 @@ import dataclasses
 import datetime as dt
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
@@ -34,6 +34,7 @@ MAX_BATCH = 1000
 _ATTEMPTS = 5
 
 Status = Literal["stored", "duplicate", "rejected"]
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +57,7 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
-def _readable(item: Any, field: str) -> str | None:
+def readable(item: Any, field: str) -> str | None:
     value = item.get(field) if isinstance(item, dict) else None
     if not isinstance(value, str):
         return None
@@ -86,22 +87,27 @@ def ingest(
 ) -> list[ItemResult]:
     """``ingest_events``; with ``dead_letter=False`` a refused item is only reported
     (a dead-letter replay must not file a second copy of a row that still fails)."""
-    for attempt in range(1, _ATTEMPTS + 1):
-        try:
-            checked, valid, stored = _check_and_store(
-                factory, items, require_size_schema=require_size_schema,
-                dead_letter=dead_letter, known_clouds=known_clouds)
-            break
-        except sa.exc.OperationalError as exc:
-            with factory() as session:
-                retryable = writes.of(session).retryable(exc)
-            if attempt == _ATTEMPTS or not retryable:
-                raise
-            LOG.warning("ingest transaction aborted (%s), retrying (attempt %s)", exc.orig, attempt)
-            time.sleep(0.01 * attempt)
+    checked, valid, stored = retried(factory, lambda: _check_and_store(
+        factory, items, require_size_schema=require_size_schema,
+        dead_letter=dead_letter, known_clouds=known_clouds))
     results = _results(items, checked, valid, stored)
     _count(items, checked, results, known_clouds, replay=not dead_letter)
     return results
+
+
+def retried(factory: sessionmaker[Session], transaction: Callable[[], T]) -> T:
+    """``transaction()``, run again whole when the database aborted it for a reason a
+    retry cures (up to ``_ATTEMPTS`` runs)."""
+    for attempt in range(1, _ATTEMPTS):
+        try:
+            return transaction()
+        except sa.exc.OperationalError as exc:
+            with factory() as session:
+                if not writes.of(session).retryable(exc):
+                    raise
+            LOG.warning("transaction aborted (%s), retrying (attempt %s)", exc.orig, attempt)
+            time.sleep(0.01 * attempt)
+    return transaction()
 
 
 def _check_and_store(
@@ -172,8 +178,8 @@ def _store(session: Session, received_at: dt.datetime, valid: list[tuple[int, Va
             [
                 {
                     "received_at": received_at,
-                    "cloud": _readable(r.item, "cloud"),
-                    "event_id": _readable(r.item, "event_id"),
+                    "cloud": readable(r.item, "cloud"),
+                    "event_id": readable(r.item, "event_id"),
                     "reason": r.reason,
                     "raw": storable_copy(r.item),
                     "raw_json": exact_text(r.item),
@@ -218,8 +224,8 @@ def _count(items: Sequence[Any], checked: list[ValidEvent | str], results: list[
             cloud, source = outcome.cloud, outcome.source
         else:
             item = items[result.index]
-            cloud = metric_labels.cloud_label(_readable(item, "cloud") or "", known_clouds)
-            source = _readable(item, "source") or ""
+            cloud = metric_labels.cloud_label(readable(item, "cloud") or "", known_clouds)
+            source = readable(item, "source") or ""
             if source not in ("collector", "reconciliation"):
                 source = "invalid"
         counts[(cloud, source, result.status)] += 1

@@ -32,28 +32,46 @@ OFFLINE_REGISTRY: referencing.Registry[Any] = referencing.Registry(
 UNRESOLVABLE = referencing.exceptions.Unresolvable
 
 
-def _refs(node: Any) -> Iterator[str]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in _REF_KEYWORDS and isinstance(value, str):
-                yield value
-            elif key not in ("enum", "const", "examples", "default"):  # data, not schema
-                yield from _refs(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _refs(value)
+# Keywords whose value is data (an instance), never a schema: a "$ref" inside is text.
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+# Keywords whose value maps names (of properties, patterns, definitions) to schemas: a
+# name there is not a keyword, so a property called "enum" is a schema like any other.
+_NAMED_SCHEMAS = frozenset({
+    "properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
+    "dependencies",
+})
 
 
-def _ids(node: Any, top: bool = True) -> Iterator[Any]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "$id" and not top:
-                yield value
-            elif key not in ("enum", "const", "examples", "default"):
-                yield from _ids(value, top=False)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _ids(value, top=False)
+def _keywords(schema: Any, top: bool = True) -> Iterator[tuple[str, Any, bool]]:
+    """(keyword, value, whether at the document's root) of every schema object in
+    ``schema``, walking subschemas only where a keyword holds one."""
+    if isinstance(schema, list):  # allOf, anyOf, prefixItems, ...: a list of schemas
+        for value in schema:
+            yield from _keywords(value, top=False)
+        return
+    if not isinstance(schema, dict):
+        return
+    for key, value in schema.items():
+        yield key, value, top
+        if key in _DATA_KEYWORDS:
+            continue
+        if key in _NAMED_SCHEMAS and isinstance(value, dict):
+            for named in value.values():
+                yield from _keywords(named, top=False)
+        else:
+            yield from _keywords(value, top=False)
+
+
+def _refs(document: Any) -> Iterator[str]:
+    for key, value, _ in _keywords(document):
+        if key in _REF_KEYWORDS and isinstance(value, str):
+            yield value
+
+
+def _ids(document: Any) -> Iterator[Any]:
+    for key, value, top in _keywords(document):
+        if key == "$id" and not top:
+            yield value
 
 
 def ref_problem(document: dict[str, Any]) -> str | None:

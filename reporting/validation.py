@@ -20,7 +20,14 @@ import sqlalchemy as sa
 from jsonschema.protocols import Validator
 from sqlalchemy.orm import Session
 
-from mapping.event import EVENT_SCHEMA, TimestampError, parse_timestamp, verb
+from mapping.event import (
+    EVENT_SCHEMA,
+    PATH_FIELDS,
+    TimestampError,
+    parse_timestamp,
+    route_problem,
+    verb,
+)
 from mapping.jsontext import dumps_finite
 from reporting.db.models import ResourceType, SizeName
 from reporting.schema_refs import OFFLINE_REGISTRY, UNRESOLVABLE, ref_problem
@@ -29,10 +36,6 @@ from reporting.schema_refs import OFFLINE_REGISTRY, UNRESOLVABLE, ref_problem
 MAX_REASON_LEN = 1000
 VOLUME_TYPE_KIND = "volume_type"
 UNKNOWN_CLOUD = "unknown cloud"
-# The fields a resource's URL is made of (/v1/resources/{platform}/{cloud}/{type}/{id}):
-# none may hold "/", or the resource could be stored but never fetched.
-# (resource_type's own pattern already excludes it.)
-PATH_FIELDS = ("platform", "cloud", "resource_id")
 
 
 class _SchemaCheck:
@@ -226,8 +229,9 @@ class ItemValidator:
             return ("event_schema: a string holds NUL or an unpaired surrogate, "
                     "or a number is not finite")
         for field in PATH_FIELDS:
-            if "/" in item[field]:
-                return f"event_schema: /{field}: must not hold '/' (no route could serve it)"
+            problem = route_problem(item[field])
+            if problem is not None:
+                return f"event_schema: /{field}: {problem}"
         if self._clouds is not None and item["cloud"] not in self._clouds:
             return _clip(f"{UNKNOWN_CLOUD}: the clouds file names no cloud {item['cloud']!r} "
                          "(a typo books every resource twice); add it, restart, and replay")

@@ -29,7 +29,7 @@ def _finite_float(literal: str) -> float:
 MAX_DEPTH = 64
 
 
-def _too_deep(document: Any) -> bool:
+def too_deep(document: Any) -> bool:
     """True when arrays/objects nest deeper than MAX_DEPTH (level by level, no
     recursion; only containers are carried to the next level)."""
     level = [document] if isinstance(document, (dict, list)) else []
@@ -58,20 +58,41 @@ def json_object() -> dict[str, Any]:
     document = parse(data)
     if not isinstance(document, dict):
         raise ApiError(400, "bad_request", "the request body must be a JSON object")
-    if _too_deep(document):
+    if too_deep(document):
         raise ApiError(
             400, "bad_request", f"the request body nests deeper than {MAX_DEPTH} levels"
         )
     return document
 
 
+def strict_loads(text: str) -> Any:
+    """The JSON document in ``text``, by the body's rules (no NaN, no Infinity, no
+    number out of range); ValueError or RecursionError otherwise."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
 def parse(data: bytes) -> Any:
     """The JSON document in ``data``, else ApiError 400."""
     try:
         text = data.decode("utf-8")
-        document = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        document = strict_loads(text)
     except UnicodeDecodeError:
         raise ApiError(400, "bad_request", "the request body is not UTF-8") from None
     except (ValueError, RecursionError) as exc:
         raise ApiError(400, "bad_request", f"the request body is not valid JSON: {exc}") from None
     return document
+
+
+def batch_of(body: dict[str, Any], member: str, *, limit: int, what: str = "") -> list[Any]:
+    """The body's one member ``member``, a non-empty array of at most ``limit``
+    entries: 400 otherwise (413 ``too_many_<member>`` past the limit)."""
+    unknown = sorted(set(body) - {member})
+    if unknown:
+        raise ApiError(400, "bad_request", f"unknown member(s) in the body: {', '.join(unknown)}")
+    entries = body.get(member)
+    if not isinstance(entries, list) or not entries:
+        raise ApiError(400, "bad_request", f"the body must hold a non-empty {member!r} array{what}")
+    if len(entries) > limit:
+        raise ApiError(413, f"too_many_{member}",
+                       f"{len(entries)} {member} in one request; at most {limit}")
+    return entries

@@ -71,6 +71,52 @@ _REJECTED_EVENT = {
     },
 }
 
+_FILE_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["items"],
+    "properties": {"items": {
+        "type": "array", "minItems": 1, "maxItems": 1000,
+        "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["key", "raw", "reason"],
+            "properties": {
+                "key": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,255}$",
+                        "description": "The client's key of the item: the same key on "
+                        "every retry; a key filed before files nothing."},
+                "raw": {"type": "string", "minLength": 1,
+                        "description": "The item's text as it was parked."},
+                "reason": {"type": "string", "minLength": 1, "maxLength": 1000,
+                           "pattern": "^[^\\u0000]*$",
+                           "description": "Why it was parked (no NUL, no unpaired "
+                           "surrogate); stored as 'parked: <reason>'."},
+            },
+        },
+    }},
+}
+
+_FILE_RESULT = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["results", "filed", "duplicates"],
+    "properties": {
+        "results": {"type": "array", "items": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["index", "key", "id", "status"],
+            "properties": {
+                "index": {"type": "integer", "minimum": 0},
+                "key": {"type": "string"},
+                "id": INT64,
+                "status": {"enum": ["filed", "duplicate"]},
+            },
+        }},
+        "filed": {"type": "integer", "minimum": 0},
+        "duplicates": {"type": "integer", "minimum": 0},
+    },
+}
+
 _REPLAY_STATUSES = ["stored", "duplicate", "rejected", "not_found", "already_replayed"]
 _REPLAY_RESULT = {
     "type": "object",
@@ -137,6 +183,8 @@ SCHEMAS: dict[str, Any] = {
                                "items": INT64}},
     },
     "ReplayResult": _REPLAY_RESULT,
+    "FileRejectedRequest": _FILE_REQUEST,
+    "FileRejectedResult": _FILE_RESULT,
     "ResourceType": _RESOURCE_TYPE,
     "ResourceTypeList": list_of(ref("ResourceType")),
     "ResourceTypeRequest": {
@@ -189,6 +237,14 @@ def write_paths() -> dict[str, Any]:
             ],
             "responses": {"200": json_body(ref("RejectedEventList"), "A page of rows."),
                           **errors(400, 401, 403)},
+        }, "post": {
+            "tags": ["dead letter"], "operationId": "fileRejectedEvents",
+            "summary": "File items a collector parked into the dead letter (role ingest).",
+            "description": "At most 1000 items, each under the client's key: a key "
+            "filed before answers duplicate and files nothing. Answered once committed.",
+            "requestBody": _request("FileRejectedRequest"),
+            "responses": {"200": json_body(ref("FileRejectedResult"), "One result per item."),
+                          **errors(400, 401, 403, 413)},
         }},
         "/v1/rejected-events/replay": {"post": {
             "tags": ["dead letter"], "operationId": "replayRejectedEvents",

@@ -12,7 +12,7 @@ from reporting import dead_letter
 from reporting.api.auth import require_role
 from reporting.api.clouds import known_clouds
 from reporting.api.errors import ApiError
-from reporting.api.jsonbody import json_object
+from reporting.api.jsonbody import batch_of, json_object
 from reporting.db.models import RejectedEvent
 from reporting.db.session import app_sessionmaker, db_session
 from reporting.ingest import MAX_BATCH, utcnow
@@ -104,14 +104,7 @@ def _sized_page(query: sa.Select[Any], limit: int) -> tuple[list[RejectedEvent],
 
 
 def _ids(body: dict[str, Any]) -> list[int]:
-    unknown = sorted(set(body) - {"ids"})
-    if unknown:
-        raise _bad(f"unknown member(s) in the body: {', '.join(unknown)}")
-    ids = body.get("ids")
-    if not isinstance(ids, list) or not ids:
-        raise _bad("the body must hold a non-empty 'ids' array of rejected-event ids")
-    if len(ids) > MAX_BATCH:
-        raise ApiError(413, "too_many_ids", f"{len(ids)} ids in one request; at most {MAX_BATCH}")
+    ids = batch_of(body, "ids", limit=MAX_BATCH, what=" of rejected-event ids")
     if not all(isinstance(i, int) and not isinstance(i, bool) and _ID_MIN <= i <= _ID_MAX
                for i in ids):
         raise _bad(f"every id must be an integer between {_ID_MIN} and {_ID_MAX}")

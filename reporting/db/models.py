@@ -148,8 +148,14 @@ class RejectedEvent(Base):
     raw_json: Mapped[str | None] = mapped_column(Text)
     # Set when a replay ingested the row; replayed rows stay for the audit trail.
     replayed_at: Mapped[dt.datetime | None] = mapped_column(DateTime())
+    # The collector's key of an item it parked and filed (POST /v1/rejected-events):
+    # a retry of the same item files nothing new.  None on rows ingest refused.
+    filed_key: Mapped[str | None] = mapped_column(String(255))
 
-    __table_args__ = (Index("ix_rejected_events_cloud_received", "cloud", "received_at"),)
+    __table_args__ = (
+        Index("ix_rejected_events_cloud_received", "cloud", "received_at"),
+        Index("uq_rejected_events_filed_key", "filed_key", unique=True),
+    )
 
 
 class ResourceType(Base):

@@ -10,6 +10,7 @@ aborts the run before a type is observed (``RunAborted``).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
@@ -19,9 +20,16 @@ from keystoneauth1 import exceptions as ks_exceptions
 from openstack.config import cloud_region
 
 from mapping.event import format_timestamp
+from mapping.openstack_rules import ImageData, image_data
 from reporting.openstack import resources
 from reporting.openstack.credentials import resolve_cloud
-from reporting.openstack.http import Budget, ServiceClient, make_client, paginate
+from reporting.openstack.http import (
+    Budget,
+    ServiceClient,
+    make_client,
+    paginate,
+    retrying_session,
+)
 from reporting.openstack.settings import OpenStackSettings, parse_settings
 from reporting.sync.observation import (
     Observation,
@@ -94,7 +102,7 @@ class _Run:
     def _authenticate(self) -> Any:
         entry = self.settings.os_cloud
         try:
-            session = self.region.get_session()
+            session = retrying_session(self.region)
             session.timeout = self.budget.remaining()
             session.get_token()
         except RunAborted:
@@ -267,6 +275,7 @@ class _Run:
         complete = True
         path = glance.versioned("v2", "images")
         base = {"visibility": "all", "member_status": "all"}
+        unknown: collections.Counter[str] = collections.Counter()
         # os_hidden images are left out unless asked for, and asked for alone.
         for params in (base, {**base, "os_hidden": "true"}):
             for item in paginate(glance, path, params, "images", None):
@@ -278,6 +287,12 @@ class _Run:
                     continue
                 if observed is not None:
                     self.observation.resources.append(observed)
+                if image_data(item.get("status")) is ImageData.UNKNOWN:
+                    unknown[repr(item.get("status"))] += 1
+        for status, count in sorted(unknown.items()):
+            LOG.warning("cloud %s: %d images have glance status %s, which the notification "
+                        "table does not know; deferred as in transition (neither booked "
+                        "live nor deleted)", self.cloud, count, status)
         return complete
 
     def _loadbalancers(self, octavia: ServiceClient) -> bool:

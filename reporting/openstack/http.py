@@ -11,10 +11,11 @@ endpoint, so a link's host, a dropped filter (octavia) or a relative ``/v2`` pat
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from keystoneauth1 import adapter as ks_adapter
@@ -77,17 +78,53 @@ DEFAULT_STATUS_CODE_RETRIES = 2
 
 
 def retry_options(region: cloud_region.CloudRegion, service_type: str) -> dict[str, Any]:
-    """keystoneauth's adapter retry options of ``service_type``, as openstacksdk reads
-    them from the clouds.yaml entry (``connect_retries``, ``status_code_retries``,
-    ``retriable_status_codes``, each also per service: ``block_storage_status_code_retries``).
-    Unset retriable codes are keystoneauth's own default (503)."""
+    """keystoneauth's adapter retry options of ``service_type``, as openstacksdk's
+    ``CloudRegion.get_session_client`` reads them from the clouds.yaml entry
+    (``connect_retries``, ``connect_retry_delay``, ``status_code_retries``,
+    ``status_code_retry_delay``, ``retriable_status_codes``, each also per service:
+    ``block_storage_status_code_retries``).  Unset retriable codes are keystoneauth's
+    own default (503); unset delays its exponential backoff."""
     connect = region.get_connect_retries(service_type)
     status = region.get_status_code_retries(service_type)
     return {
         "connect_retries": DEFAULT_CONNECT_RETRIES if connect is None else connect,
+        "connect_retry_delay": region.get_connect_retry_delay(service_type),
         "status_code_retries": DEFAULT_STATUS_CODE_RETRIES if status is None else status,
+        "status_code_retry_delay": region.get_status_code_retry_delay(service_type),
         "retriable_status_codes": region.get_retriable_status_codes(service_type),
     }
+
+
+class IdentityRetrySession(ks_session.Session):
+    """A keystoneauth Session whose requests made outside any adapter retry with the
+    identity service's options.
+
+    The identity plugin sends the token request (``POST /v3/auth/tokens``) and its
+    version discovery straight through the session, which keystoneauth retries only
+    with options given per request; every adapter passes its own, so what reaches
+    ``request`` without a service type is the plugin's."""
+
+    def __init__(self, *args: Any, identity_retries: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._identity_retries = {k: v for k, v in identity_retries.items() if v is not None}
+
+    # Every argument is passed on unchanged but the retry defaults: the override takes
+    # them as keywords rather than repeating keystoneauth's thirty parameters.
+    def request(self, url: str, method: str, **kwargs: Any) -> Any:  # type: ignore[override]
+        endpoint_filter = kwargs.get("endpoint_filter") or {}
+        if not endpoint_filter.get("service_type"):
+            for name, value in self._identity_retries.items():
+                kwargs.setdefault(name, value)
+        return super().request(url, method, **kwargs)
+
+
+def retrying_session(region: cloud_region.CloudRegion) -> ks_session.Session:
+    """The run's keystoneauth session (``region.get_session()``), built so that the
+    token request retries like every other request of the run."""
+    constructor = functools.partial(IdentityRetrySession,
+                                    identity_retries=retry_options(region, "identity"))
+    region.set_session_constructor(cast(type[ks_session.Session], constructor))
+    return region.get_session()
 
 
 def make_client(

@@ -4,7 +4,8 @@ States are normalised through the same functions the notification table uses, so
 a correction books what a collector event would have booked:
 instance -> nova vm_state normalised (``stopped`` -> ``shutoff`` ...), volume -> the
 cinder status, image -> ``active`` while glance holds its data (``active``,
-``deactivated``; still uploading is a transition, without data is not there),
+``deactivated``; still uploading, or a status the table does not know, is a
+transition; without data is not there),
 floating_ip and loadbalancer ->
 ``active`` (the table books their existence; neutron's ACTIVE/DOWN says whether
 the address is bound, octavia's provisioning status is evidence of a transition).
@@ -18,11 +19,11 @@ from typing import Any, Final
 
 from mapping.openstack_rules import (
     BYTES_PER_GIB,
-    IMAGE_DATALESS_STATUSES,
-    IMAGE_UPLOADING_STATUSES,
     MIB_PER_GIB,
+    ImageData,
     floating_ip_size,
-    normalize_image_status,
+    image_data,
+    image_state,
     normalize_vm_state,
     normalize_volume_status,
 )
@@ -168,14 +169,15 @@ def floating_ip(item: Mapping[str, Any]) -> ObservedResource:
 # --- glance -----------------------------------------------------------------------------
 
 def image(item: Mapping[str, Any]) -> ObservedResource | None:
-    """None for an image without data (killed, deleted); UnreadableResource for one
-    without owner.  One still uploading is a transition with no state or size: the table
-    books an image only once glance holds its data."""
+    """What the table would book for this image (``image_data``/``image_state``): live
+    with its size once glance holds its data; None when it has none (killed, deleted);
+    a transition with no state or size while its data is on its way in, or when glance
+    reports a status the table does not know (nothing says whether the data is there:
+    neither booked live nor read as gone).  UnreadableResource for one without owner."""
     rid = _required_id(item, "image")
-    status = item.get("status")
-    if status in IMAGE_DATALESS_STATUSES:
+    data = image_data(item.get("status"))
+    if data is ImageData.ABSENT:
         return None
-    uploading = status in IMAGE_UPLOADING_STATUSES
     owner = item.get("owner")
     if not isinstance(owner, str) or not owner:
         raise UnreadableResource(f"glance names no owner for image {rid}")
@@ -183,17 +185,16 @@ def image(item: Mapping[str, Any]) -> ObservedResource | None:
     size = (
         {"size_gb": size_bytes / BYTES_PER_GIB}
         if isinstance(size_bytes, int | float) and not isinstance(size_bytes, bool)
-        and not uploading
+        and data is ImageData.STORED
         else None
     )
-    state = normalize_image_status(status)
     return ObservedResource(
         resource_type="image",
         resource_id=rid,
         project_id=owner,
-        state=state if isinstance(state, str) and not uploading else None,
+        state=image_state(data),
         size=size,
-        in_transition=uploading,
+        in_transition=data is not ImageData.STORED,
         last_changed=_changed(item, "updated_at", "created_at"),
         created_at=parse_instant(item.get("created_at")),
     )

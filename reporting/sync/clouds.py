@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from mapping.event import MAX_ID_LEN
+from mapping.event import MAX_ID_LEN, route_problem
 from reporting.sync.observation import Adapter
 from reporting.yaml_errors import where_and_why
 
@@ -71,6 +71,9 @@ def _entry(path: str, index: int, raw: Any) -> CloudEntry:
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_ID_LEN:
         raise CloudsFileError(f"{where}: name must be a non-empty string of at most 255 chars")
     where = f"clouds file {path}: cloud {name!r}"
+    problem = route_problem(name)
+    if problem is not None:
+        raise CloudsFileError(f"{where}: name {problem}")
     unknown = sorted(set(raw) - {"name", "platform", "adapter", "adapter_config", "clock",
                                  "clock_url"})
     if unknown:
@@ -85,6 +88,9 @@ def _entry(path: str, index: int, raw: Any) -> CloudEntry:
             f"{where}: adapter {adapter!r} is not one of {', '.join(sorted(ADAPTERS))}"
         )
     platform = raw.get("platform")
+    problem = route_problem(platform) if isinstance(platform, str) else None
+    if problem is not None:
+        raise CloudsFileError(f"{where}: platform {platform!r} {problem}")
     if platform != ADAPTERS[adapter][0]:
         raise CloudsFileError(
             f"{where}: platform {platform!r} is not the platform of adapter {adapter!r} "

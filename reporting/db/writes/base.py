@@ -154,6 +154,20 @@ class Writes(abc.ABC):
     def insert_rejected(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
         session.execute(sa.insert(REJECTED), list(rows))
 
+    def file_rejected(self, session: Session, rows: Sequence[dict[str, Any]]
+                      ) -> tuple[dict[str, int], dict[str, int]]:
+        """Insert-or-ignore dead-letter rows on ``filed_key`` (distinct, non-empty
+        ``rows``).  Answers ``({key: id} filed now, {key: id} filed before)``."""
+        statement = (self._insert(REJECTED)
+                     .on_conflict_do_nothing(index_elements=["filed_key"])
+                     .returning(REJECTED.c.filed_key, REJECTED.c.id))
+        filed = {key: row_id for key, row_id in session.execute(statement, list(rows))}
+        others = [row["filed_key"] for row in rows if row["filed_key"] not in filed]
+        before = {key: row_id for key, row_id in session.execute(
+            sa.select(REJECTED.c.filed_key, REJECTED.c.id)
+            .where(REJECTED.c.filed_key.in_(others)))} if others else {}
+        return filed, before
+
     def retryable(self, exc: sa.exc.OperationalError) -> bool:
         """Whether a transaction that failed with ``exc`` may simply run again."""
         return False

@@ -36,6 +36,10 @@ LISTS = [
     ("/v1/resource-types?", "resource-types", lambda v: ["openstack", v]),
     ("/v1/rejected-events?", "rejected-events", lambda v: [v]),
     ("/v1/sync-runs?", "sync-runs", lambda v: [T, v]),
+    # Billing: price list versions by number, periods and statement summaries by name.
+    ("/v1/price-lists/default?", "price-lists", lambda v: [v]),
+    ("/v1/periods/c1?", "periods", lambda v: [v]),
+    ("/v1/statements?cloud=c1&period=2026-01&", "statements", lambda v: [v]),
 ]
 STRINGS = ["nul\x00", "sur\ud800"]
 INTEGERS = [2**64, -(2**64), 2**63]
@@ -44,8 +48,10 @@ INTEGERS = [2**64, -(2**64), 2**63]
 @pytest.mark.parametrize(("url", "tag", "key"), LISTS, ids=[entry[1] for entry in LISTS])
 def test_a_forged_marker_is_a_400(client: FlaskClient, url: str, tag: str, key) -> None:
     post(client, {"events": [event(1)]})
-    int_lists = ("events", "rejected-events")
+    int_lists = ("events", "rejected-events", "price-lists")
     values = INTEGERS if tag in int_lists else STRINGS
+    # The list itself answers: the 400 below is the marker's.
+    assert client.get(url.rstrip("?&"), headers=auth("read")).status_code == 200, tag
     for value in values:
         response = client.get(f"{url}marker={forged(tag, key(value))}", headers=auth("read"))
         assert response.status_code == 400, (tag, value, response.get_data(as_text=True)[:200])

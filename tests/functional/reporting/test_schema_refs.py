@@ -91,3 +91,44 @@ def test_ingest_under_a_stored_bad_ref_rejects_offline(
     assert result["reason"].startswith("size_schema: openstack/instance: ")
     assert "reference" in result["reason"]
     assert connections(silent_server) == 0
+
+
+DATA_KEYWORDS = ["enum", "const", "default", "examples"]
+
+
+def named(where: str, name: str, schema: dict[str, object]) -> dict[str, object]:
+    """A schema holding ``schema`` under ``name`` in the name map ``where``."""
+    if where == "dependentSchemas":
+        return {"type": "object", "dependentSchemas": {name: schema}}
+    return {"type": "object", where: {name: schema}}
+
+
+@pytest.mark.parametrize("where", ["properties", "patternProperties", "$defs", "definitions",
+                                   "dependentSchemas"])
+def test_a_schema_named_like_a_data_keyword_is_checked(
+    client: FlaskClient, silent_server: socket.socket, where: str
+) -> None:
+    # Under a name map "enum" is a property's (or definition's) name, not the keyword.
+    for name in DATA_KEYWORDS:
+        assert put(client, named(where, name, {"$ref": remote(silent_server)})) == (
+            400, "invalid_schema"), name
+        assert put(client, named(where, name, {"$ref": "#/$defs/missing"})) == (
+            400, "invalid_schema"), name
+    assert connections(silent_server) == 0
+
+
+def test_a_local_ref_under_a_property_named_enum_resolves(client: FlaskClient) -> None:
+    schema = {"type": "object", "$defs": {"enum": {"type": "integer", "minimum": 0}},
+              "properties": {"vcpus": {"$ref": "#/$defs/enum"},
+                             "enum": {"$ref": "#/$defs/enum"}}}
+    assert put(client, schema)[0] == 200
+
+
+@pytest.mark.parametrize("keyword", DATA_KEYWORDS)
+def test_a_ref_inside_data_is_data(client: FlaskClient, keyword: str) -> None:
+    # The value of enum/const/default/examples is an instance: its "$ref" is a string.
+    value = {"$ref": "http://203.0.113.1/never-fetched.json"}
+    data = [value] if keyword in ("enum", "examples") else value
+    schema = {"type": "object", "properties": {"vcpus": {"type": "integer"},
+                                               "note": {keyword: data}}}
+    assert put(client, schema)[0] == 200

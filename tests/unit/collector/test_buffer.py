@@ -117,7 +117,10 @@ def test_parking_keeps_the_item(buffer: EventBuffer) -> None:
     buffer.append(['{"e":1}', '{"e":2}'])
     buffer.move_to_parked(buffer.peek(1)[0], "HTTP 400")
     assert _values(buffer) == ['{"e":2}']
-    assert buffer.parked_items() == [{"reason": "HTTP 400", "event": '{"e":1}'}]
+    (record,) = buffer.parked_items()
+    # Each parked item gets its key in the Reporting API's dead letter when it is parked.
+    assert record == {"reason": "HTTP 400", "event": '{"e":1}', "parked_id": record["parked_id"]}
+    assert len(record["parked_id"]) == 32
     assert buffer.parked_depth() == 1
 
 

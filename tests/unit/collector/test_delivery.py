@@ -180,7 +180,7 @@ def test_400_is_split_and_the_poisoned_item_parked(
     def callback(request: Any, context: Any) -> Any:
         if any(e["event_id"] == "e-5" for e in request.json()["events"]):
             context.status_code = 400
-            return {"error": {"code": "bad_request", "message": "no"}}
+            return {"error": {"code": "bad_request", "message": "nests deeper than 64"}}
         return answer(request, context)
 
     requests_mock.post(URL, json=callback)
@@ -188,7 +188,8 @@ def test_400_is_split_and_the_poisoned_item_parked(
     assert buffer.depth() == 0
     parked = buffer.parked_items()
     assert len(parked) == 1 and json.loads(parked[0]["event"])["event_id"] == "e-5"
-    assert parked[0]["reason"] == "HTTP 400 bad_request"
+    # The API's own words travel with it to the dead letter.
+    assert parked[0]["reason"] == "HTTP 400 bad_request: nests deeper than 64"
     assert sample_value(metrics, "tally_collector_delivered_total", {"outcome": "stored"}) == 7
     assert sample_value(metrics, "tally_collector_parked_total", {"reason": "refused"}) == 1
 
@@ -390,7 +391,7 @@ def test_a_split_request_parks_only_its_own_poisoned_item(
             assert delivery.deliver_once() == 4  # the other item, e-6 poisoned
         if "e-6" in _ids(request):
             context.status_code = 400
-            return {"error": {"code": "bad_request", "message": "no"}}
+            return {"error": {"code": "bad_request", "message": "nests deeper than 64"}}
         return answer(request, context)
 
     requests_mock.post(URL, json=callback)

@@ -110,7 +110,7 @@ def test_poison_message_is_parked_after_max_attempts(flaky: FlakyBuffer, metrics
 
 def test_a_broken_disk_never_parks(flaky: FlakyBuffer, metrics: CollectorMetrics) -> None:
     flaky.failing = lambda values: True
-    flaky._parked.close()
+    flaky.parked.close()
     endpoint = _endpoint(flaky, metrics, max_write_attempts=1)
 
     def broken_park(record: Any) -> None:

@@ -21,6 +21,8 @@ REQUIRED_ALERTS = {
     # The collector's disk: items parked there, and a buffer the API does not drain.
     "TallyCollectorParked",
     "TallyCollectorBufferStale",
+    # The collector's cloud is one the API's clouds file does not name.
+    "TallyCollectorCloudUnknown",
 }
 RUNBOOK_SECTIONS = ("## What it means", "## How to confirm", "## What to do")
 
@@ -141,3 +143,6 @@ def test_ci_runs_the_promtool_tests() -> None:
     test = script.index("cd etc/prometheus && promtool test rules tally-alerts.test.yaml")
     assert "apt-get install -y" in script and "prometheus" in script
     assert check < test < script.index("bash tools/run-tests")
+    # Inside the fresh clone, on the committed rules, not on the working tree's.
+    assert script.index('cd "$clone"') < check
+    assert script.count("promtool check rules") == script.count("promtool test rules") == 1

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from reporting import pg_batch
 from reporting.api.errors import ApiError
-from reporting.api.jsonbody import MAX_DEPTH, _too_deep, parse
+from reporting.api.jsonbody import MAX_DEPTH, parse, too_deep
 from reporting.validation import _ESCAPED_NUL, unstorable
 
 text = st.text(alphabet=st.characters(codec=None)) | st.sampled_from(
@@ -105,8 +105,8 @@ def nested(depth: int, kind: str) -> Any:
 
 @pytest.mark.parametrize("kind", ["list", "dict", "mixed"])
 def test_nesting_is_allowed_up_to_max_depth(kind: str) -> None:
-    assert not _too_deep(nested(MAX_DEPTH, kind))
-    assert _too_deep(nested(MAX_DEPTH + 1, kind))
-    assert _too_deep({"wide": [1, "x", nested(MAX_DEPTH, kind)]})
-    assert not _too_deep({"wide": [1, "x", nested(MAX_DEPTH - 2, kind)]})
-    assert not _too_deep("scalar")
+    assert not too_deep(nested(MAX_DEPTH, kind))
+    assert too_deep(nested(MAX_DEPTH + 1, kind))
+    assert too_deep({"wide": [1, "x", nested(MAX_DEPTH, kind)]})
+    assert not too_deep({"wide": [1, "x", nested(MAX_DEPTH - 2, kind)]})
+    assert not too_deep("scalar")

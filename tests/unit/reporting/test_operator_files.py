@@ -100,6 +100,22 @@ def test_tallys_clouds_file_as_openstack_clouds_yaml_is_named(
         resolve_cloud("prod-eu1", {"OS_CLIENT_CONFIG_FILE": path})
 
 
+@pytest.mark.parametrize(("entry", "message"), [
+    ("name: eu/prod\n    platform: openstack",
+     r"cloud 'eu/prod': name must not hold '/' \(no route could serve it\)"),
+    ("name: eu-prod\n    platform: open/stack",
+     r"cloud 'eu-prod': platform 'open/stack' must not hold '/' \(no route could serve it\)"),
+])
+def test_the_clouds_file_refuses_a_slash_as_ingest_does(
+        tmp_path: Path, entry: str, message: str) -> None:
+    # The rule ingest applies to every event: such a cloud's resources could be stored
+    # but never fetched (/v1/resources/{platform}/{cloud}/...).
+    path = _file(tmp_path, "tally-clouds.yaml",
+                 f"clouds:\n  - {entry}\n    adapter: openstack\n")
+    with pytest.raises(CloudsFileError, match=message):
+        load_clouds_file(path)
+
+
 def test_the_example_clouds_file_loads() -> None:
     clouds = load_clouds_file(str(ETC / "tally-clouds.yaml.example"))
     assert set(clouds) == {"os-prod-eu1", "os-dev"}
