@@ -91,6 +91,10 @@ def _gunicorn_app(conf: cfg.ConfigOpts, flask_app: Any) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     metrics_dir = tempfile.mkdtemp(prefix="tally-reporting-metrics-")
+    # prometheus_client reads the directory from the environment; put back what was
+    # there when main returns, so a caller in the same process (a test, an embedding
+    # script) and the processes it starts never inherit a directory removed below.
+    previous_metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     quiet_alembic()
@@ -138,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     finally:
         shutil.rmtree(metrics_dir, ignore_errors=True)
+        if previous_metrics_dir is None:
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        else:
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = previous_metrics_dir
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,15 @@ def test_the_start_up_heap_is_frozen_before_the_workers_fork(
     finally:
         gc.unfreeze()  # the test process keeps collecting normally
     assert seen["frozen"] > 1000
+
+
+def test_main_puts_back_the_metrics_directory_it_set(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refused start leaves no removed directory in the environment: processes a
+    caller starts afterwards (a collector, a simulated cloud) would fail to write
+    their metrics there."""
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    config = tmp_path / "reporting.conf"
+    config.write_text("[database]\nconection = sqlite://\n")
+    assert serve.main(["--config-file", str(config)]) == 2
+    assert "PROMETHEUS_MULTIPROC_DIR" not in os.environ
