@@ -97,16 +97,16 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
     page = sorted(set(totals) | set(extra))[:limit + 1]
     more = len(page) > limit
     page = page[:limit]
-    found: dict[str, Decimal] = collections.defaultdict(lambda: Decimal("0.00"))
+    found: dict[str, Decimal] = collections.defaultdict(lambda: money.ZERO)
     for adjustment in pending:
-        found[adjustment.project_id] += adjustment.amount
+        found[adjustment.project_id] = money.add(found[adjustment.project_id], adjustment.amount)
     items = []
     for project in page:
         subtotal, unrated = totals.get(project, (Decimal("0.00"), 0))
         items.append({
             "project_id": project, "subtotal": money.money(subtotal),
             "adjustments_total": money.money(found[project]),
-            "total": money.money(subtotal + found[project]), "unrated_lines": unrated,
+            "total": money.money(money.add(subtotal, found[project])), "unrated_lines": unrated,
         })
     billing_metrics.STATEMENTS_COMPUTED.labels(cloud=cloud, kind="summary").inc(len(items))
     return items, more

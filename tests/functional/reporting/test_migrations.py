@@ -181,6 +181,51 @@ def test_0006_downgrade_keeps_an_edited_seed(empty_db_url: str, edit: Any) -> No
     assert lb_schema(empty_db_url) == edited
 
 
+_HUGE = "12345678901234567890123456789.25"  # 29 digits before the point
+
+
+def _store_amount(url: str, amount: str) -> None:
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO closed_resource_amounts (cloud, period, project_id, resource_type, "
+            "resource_id, amount) VALUES ('c1', '2026-10', 'p1', 'image', :r, :a)"),
+            {"r": f"i-{amount}", "a": amount})
+    engine.dispose()
+
+
+def _amounts(url: str) -> list[str]:
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT CAST(amount AS TEXT) FROM closed_resource_amounts"))
+        found = [row[0] for row in rows]
+    engine.dispose()
+    return found
+
+
+def test_0013_stores_any_amount_and_its_downgrade_loses_none(empty_db_url: str) -> None:
+    migrations.upgrade(empty_db_url, "0012_rejected_filed_key")
+    _store_amount(empty_db_url, "1.25")
+    migrations.upgrade(empty_db_url, "0013_billing_unbounded_money")
+    _store_amount(empty_db_url, _HUGE)  # NUMERIC(18,2) would overflow here
+    assert sorted(_amounts(empty_db_url)) == sorted(["1.25", _HUGE])
+    if empty_db_url.startswith("sqlite"):
+        # decimal text, no bound: nothing to change either way
+        migrations.downgrade(empty_db_url, "0012_rejected_filed_key")
+        assert sorted(_amounts(empty_db_url)) == sorted(["1.25", _HUGE])
+        return
+    with pytest.raises(RuntimeError, match="1 row.* of closed_resource_amounts hold an amount"):
+        migrations.downgrade(empty_db_url, "0012_rejected_filed_key")
+    assert migrations.current(empty_db_url) == ("0013_billing_unbounded_money",)
+    assert sorted(_amounts(empty_db_url)) == sorted(["1.25", _HUGE])
+    engine = sa.create_engine(empty_db_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM closed_resource_amounts WHERE amount > 100"))
+    engine.dispose()
+    migrations.downgrade(empty_db_url, "0012_rejected_filed_key")
+    assert _amounts(empty_db_url) == ["1.25"]
+
+
 def _manage(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "reporting.cmd.manage", "--config-file", str(config), *args],

@@ -1,0 +1,86 @@
+"""Edges of statements and closes through the API (SQLite and PostgreSQL): amounts
+beyond any fixed precision, the CSV as the same data as the JSON, closing an unknown
+cloud, the empty statement of a closed period, a period that has not started."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from flask.testing import FlaskClient
+from sqlalchemy.orm import Session, sessionmaker
+
+from tests.functional.billing.history import event, seed
+from tests.unit.reporting.fixtures import auth
+
+ADMIN, READ = auth("admin"), auth("read")
+# The largest rate and modifier a price list accepts: 12 digits each side of the point.
+HUGE = "999999999999.999999999999"
+
+
+def _cents(value: Fraction) -> str:
+    """``value`` rounded half-even to the cent, as text (written apart from Tally's)."""
+    whole, rest = divmod(value * 100, 1)
+    whole = int(whole)
+    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and whole % 2):
+        whole += 1
+    return f"{whole // 100}.{whole % 100:02d}"
+
+
+def _get(client: FlaskClient, query: str, headers: dict[str, str] = READ) -> Any:
+    response = client.get(f"/v1/statements?{query}", headers=headers)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_json()
+
+
+def test_amounts_beyond_any_fixed_precision_are_billed_and_stored_exactly(
+    client: FlaskClient, session_factory: sessionmaker[Session]
+) -> None:
+    """A valid list whose amounts pass NUMERIC(18,2) and Python's 28 default digits:
+    statements, summaries, the close and the booked adjustment keep every digit."""
+    prices = {"effective_from": "2026-10-01T00:00:00Z", "currency": "EUR",
+              "rates": {"image": {"per": "gb_hour", "rate": HUGE},
+                        "volume": {"per": "gb_hour", "rate": "0.000000000001",
+                                   "type_modifiers": {"ssd": HUGE}}},
+              "state_modifiers": {"image": {"active": HUGE}, "volume": {"in-use": HUGE}}}
+    assert client.put("/v1/price-lists/default", json=prices, headers=ADMIN).status_code == 201
+    seed(session_factory, [
+        event("image.create.end", "img-1", "2026-10-01T00:00:00Z", resource_type="image",
+              state="active", size={"size_gb": 1000}),
+        event("image.delete.end", "img-1", "2026-10-02T00:00:00Z", resource_type="image",
+              project_id=""),
+        event("volume.create.end", "vol-1", "2026-10-03T00:00:00Z", resource_type="volume",
+              state="in-use", size={"size_gb": 1, "type": "ssd"}),
+        event("volume.delete.end", "vol-1", "2026-10-03T01:00:00Z", resource_type="volume",
+              project_id=""),
+    ])
+    rate = Fraction(HUGE)
+    image = _cents(24 * 1000 * rate * rate)  # 24 h x 1000 GB x rate x state modifier
+    volume = _cents(1 * Fraction("0.000000000001") * rate * rate)  # 1 GB-h x type x state
+    # 2.4e28: more digits than NUMERIC(18,2) or Python's default context hold.
+    assert len(image) > 30
+    total = _cents(Fraction(image) + Fraction(volume))
+    body = _get(client, "cloud=c1&period=2026-10&project_id=p1")
+    assert [line["amount"] for line in body["lines"]] == [image, volume]
+    # the product of the two modifiers, every digit: (10^12 - 10^-12)^2
+    assert body["lines"][1]["modifier"] == "999999999999999999999998.000000000000000000000001"
+    assert (body["subtotal"], body["total"]) == (total, total)
+    summary = _get(client, "cloud=c1&period=2026-10")["items"]
+    assert [(s["project_id"], s["subtotal"]) for s in summary] == [("p1", total)]
+
+    closed = client.post("/v1/periods/c1/2026-10/close", headers=ADMIN)
+    assert closed.status_code == 200, closed.get_data(as_text=True)
+    summary = _get(client, "cloud=c1&period=2026-10")["items"]  # the stored NUMERIC totals
+    assert [(s["subtotal"], s["total"]) for s in summary] == [(total, total)]
+    # the image really went at 12:00: half of it comes back as an adjustment, booked
+    # (stored) by November's close
+    seed(session_factory, [event("image.delete.end", "img-1", "2026-10-01T12:00:00Z",
+                                 resource_type="image", project_id="")])
+    half = _cents(12 * 1000 * rate * rate)
+    refund = f"-{_cents(Fraction(image) - Fraction(half))}"
+    november = _get(client, "cloud=c1&period=2026-11&project_id=p1")
+    assert [a["amount"] for a in november["adjustments"]] == [refund]
+    assert client.post("/v1/periods/c1/2026-11/close", headers=ADMIN).status_code == 200
+    summary = _get(client, "cloud=c1&period=2026-11")["items"]
+    assert [(s["adjustments_total"], s["total"]) for s in summary] == [(refund, refund)]
+    assert _get(client, "cloud=c1&period=2026-12&project_id=p1")["adjustments"] == []
