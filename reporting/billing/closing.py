@@ -130,7 +130,8 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
             for (rtype, rid), amount in rating.resource_amounts(lines[project]).items()
         )
     row = BillingPeriod(cloud=cloud, period=period, status="closed", closed_at=now,
-                        closed_by=who, cutoff_seq=seq, cutoff_received_at=received_at)
+                        closed_by=who, cutoff_seq=seq, cutoff_received_at=received_at,
+                        currency=code)
     session.add(row)
     if frozen:
         session.execute(sa.insert(ClosedStatement), frozen)

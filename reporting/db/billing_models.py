@@ -84,6 +84,9 @@ class BillingPeriod(Base):
     # The last receipt (events.seq) the close included; 0 when no event existed.
     cutoff_seq: Mapped[int] = mapped_column(BigInteger)
     cutoff_received_at: Mapped[dt.datetime | None] = mapped_column(DateTime())
+    # The currency the close billed in (null: no price version priced the cloud); the
+    # empty statement of a project without lines is rendered from it.
+    currency: Mapped[str | None] = mapped_column(String(3))
 
 
 class ClosedStatement(Base):

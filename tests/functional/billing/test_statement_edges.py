@@ -4,13 +4,14 @@ cloud, the empty statement of a closed period, a period that has not started."""
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from typing import Any
 
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from tests.functional.billing.history import event, seed
+from tests.functional.billing.history import PRICES, event, october, seed
 from tests.unit.reporting.fixtures import auth
 
 ADMIN, READ = auth("admin"), auth("read")
@@ -84,3 +85,20 @@ def test_amounts_beyond_any_fixed_precision_are_billed_and_stored_exactly(
     summary = _get(client, "cloud=c1&period=2026-11")["items"]
     assert [(s["adjustments_total"], s["total"]) for s in summary] == [(refund, refund)]
     assert _get(client, "cloud=c1&period=2026-12&project_id=p1")["adjustments"] == []
+
+
+def test_the_empty_statement_of_a_closed_period_never_changes(
+    client: FlaskClient, session_factory: sessionmaker[Session]
+) -> None:
+    seed(session_factory, october())  # no price list yet: the close bills in no currency
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN).status_code == 200
+    query = "/v1/statements?cloud=c1&period=2026-10&project_id=p-none"
+    before = client.get(query, headers=READ).get_data()
+    assert json.loads(before)["currency"] is None and json.loads(before)["lines"] == []
+    later = {**PRICES[0], "effective_from": "2026-11-01T00:00:00Z"}
+    assert client.put("/v1/price-lists/default", json=later, headers=ADMIN).status_code == 201
+    assert client.get(query, headers=READ).get_data() == before
+    # and a project with lines keeps the currency its close froze as well
+    frozen = client.get("/v1/statements?cloud=c1&period=2026-10&project_id=p1",
+                        headers=READ).get_json()
+    assert frozen["currency"] is None

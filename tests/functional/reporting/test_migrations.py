@@ -226,6 +226,45 @@ def test_0013_stores_any_amount_and_its_downgrade_loses_none(empty_db_url: str) 
     assert _amounts(empty_db_url) == ["1.25"]
 
 
+def test_0014_gives_each_closed_period_the_currency_its_close_used(empty_db_url: str) -> None:
+    migrations.upgrade(empty_db_url, "0013_billing_unbounded_money")
+    engine = sa.create_engine(empty_db_url)
+    with engine.begin() as conn:
+        for name, created in (("c2", dt.datetime(2026, 9, 15)),
+                              ("default", dt.datetime(2026, 10, 1))):
+            conn.execute(sa.text(
+                "INSERT INTO price_list_versions (name, number, effective_from, currency, "
+                "document, created_at, created_by) VALUES (:n, 1, :e, 'EUR', '{}', :c, 't')"),
+                {"n": name, "e": dt.datetime(2026, 8, 1), "c": created})
+        for cloud, period, closed_at in (("c1", "2026-08", dt.datetime(2026, 9, 20)),
+                                         ("c2", "2026-08", dt.datetime(2026, 9, 20)),
+                                         ("c1", "2026-09", dt.datetime(2026, 10, 15))):
+            conn.execute(sa.text(
+                "INSERT INTO billing_periods (cloud, period, status, closed_at, closed_by, "
+                "cutoff_seq) VALUES (:cloud, :period, 'closed', :at, 't', 0)"),
+                {"cloud": cloud, "period": period, "at": closed_at})
+    engine.dispose()
+
+    def currencies() -> dict[tuple[str, str], Any]:
+        engine = sa.create_engine(empty_db_url)
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT cloud, period, currency FROM billing_periods"))
+            found = {(r.cloud, r.period): r.currency for r in rows}
+        engine.dispose()
+        return found
+
+    migrations.upgrade(empty_db_url, "0014_period_currency")
+    # c1 in August: no version of c1 or default existed at its close (c2's is not its)
+    assert currencies() == {("c1", "2026-08"): None, ("c2", "2026-08"): "EUR",
+                            ("c1", "2026-09"): "EUR"}
+    migrations.downgrade(empty_db_url, "0013_billing_unbounded_money")
+    engine = sa.create_engine(empty_db_url)
+    assert "currency" not in {c["name"] for c in sa.inspect(engine).get_columns("billing_periods")}
+    engine.dispose()
+    migrations.upgrade(empty_db_url, "0014_period_currency")
+    assert currencies()[("c2", "2026-08")] == "EUR"
+
+
 def _manage(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "reporting.cmd.manage", "--config-file", str(config), *args],
