@@ -164,9 +164,9 @@ def billing_paths() -> dict[str, Any]:
         "/v1/periods/{cloud}/{period}/close": {"post": {
             **_TAGS, "operationId": "closePeriod",
             "summary": "Freeze every project's statement of the period (role admin); "
-            "closing again changes nothing.",
+            "closing again changes nothing; a cloud Tally knows nothing of is 404.",
             "parameters": [path("cloud"), path("period")],
             "responses": {"200": json_body(ref("Period"), "Closed."),
-                          **errors(400, 401, 403, 409)},
+                          **errors(400, 401, 403, 404, 409)},
         }},
     }

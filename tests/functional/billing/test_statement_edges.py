@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from reporting.app import create_app
+from reporting.db.session import ENGINE_KEY
 from tests.functional.billing.history import PRICES, event, october, seed
-from tests.unit.reporting.fixtures import auth
+from tests.functional.reporting.test_unknown_cloud import clouds_file
+from tests.unit.reporting.fixtures import ConfFactory, auth
 
 ADMIN, READ = auth("admin"), auth("read")
 # The largest rate and modifier a price list accepts: 12 digits each side of the point.
@@ -102,3 +106,42 @@ def test_the_empty_statement_of_a_closed_period_never_changes(
     frozen = client.get("/v1/statements?cloud=c1&period=2026-10&project_id=p1",
                         headers=READ).get_json()
     assert frozen["currency"] is None
+
+
+def test_closing_a_cloud_tally_knows_nothing_about_is_404(
+    client: FlaskClient, session_factory: sessionmaker[Session]
+) -> None:
+    assert client.put("/v1/price-lists/default", json=PRICES[0], headers=ADMIN).status_code == 201
+    seed(session_factory, october())
+    for cloud in ("typo", "default"):
+        response = client.post(f"/v1/periods/{cloud}/2026-10/close", headers=ADMIN)
+        assert response.status_code == 404, cloud
+        error = response.get_json()["error"]
+        assert error["code"] == "unknown_cloud" and repr(cloud) in error["message"]
+        assert client.get(f"/v1/periods/{cloud}", headers=READ).get_json()["items"] == []
+    # nothing was stored: default may still take effect in November, for every cloud
+    later = {**PRICES[1], "effective_from": "2026-11-10T00:00:00Z"}
+    assert client.put("/v1/price-lists/default", json=later, headers=ADMIN).status_code == 201
+    # a cloud with history, or with a price list of its own, closes
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN).status_code == 200
+    own = {**PRICES[0], "effective_from": "2026-12-01T00:00:00Z"}
+    assert client.put("/v1/price-lists/c9", json=own, headers=ADMIN).status_code == 201
+    assert client.post("/v1/periods/c9/2026-10/close", headers=ADMIN).status_code == 200
+
+
+def test_with_a_clouds_file_only_its_clouds_close(
+    make_conf: ConfFactory, db_url: str, tmp_path: Path,
+    session_factory: sessionmaker[Session],
+) -> None:
+    seed(session_factory, october())  # history of c1 in the database
+    conf = make_conf(db_url, sync={"clouds_file": clouds_file(tmp_path / "c.yaml", "c2")})
+    app = create_app(conf)
+    try:
+        named = app.test_client()
+        refused = named.post("/v1/periods/c1/2026-10/close", headers=ADMIN)
+        assert refused.status_code == 404
+        assert "clouds file names no cloud 'c1'" in refused.get_json()["error"]["message"]
+        # c2: no history yet, but configured: its (empty) month closes
+        assert named.post("/v1/periods/c2/2026-10/close", headers=ADMIN).status_code == 200
+    finally:
+        app.extensions[ENGINE_KEY].dispose()
