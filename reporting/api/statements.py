@@ -1,7 +1,7 @@
 """``GET /v1/statements``: a project's statement of a period, or the per-project
 summaries of a period (role ``read``; a ``project_reader`` reads its project's only:
 its statement, the summaries list filtered to it, another ``project_id`` 403).
-``Accept: text/csv`` answers CSV.
+``Accept: text/csv`` answers CSV.  A period that has not started is 409.
 
 Parameters: ``cloud`` and ``period`` (``YYYY-MM``) required; ``project_id``;
 ``limit``/``marker`` for the summaries.  Semantics in ``docs/statements.md``.
@@ -18,8 +18,9 @@ from flask import Blueprint, Response, request
 
 from reporting import pagination
 from reporting.api.billing_common import period_name
+from reporting.api.errors import ApiError
 from reporting.api.project_scope import requested_project, require_project_read, visible_projects
-from reporting.billing import service
+from reporting.billing import periods, service
 from reporting.db.session import db_session
 from reporting.ingest import utcnow
 from reporting.queries import params
@@ -72,6 +73,10 @@ def get_statements() -> Response:
     visible = visible_projects()
     session = db_session()
     now = utcnow()
+    if periods.parse(period)[0] > now:
+        raise ApiError(409, "period_not_started",
+                       f"period {period} has not started yet (it starts at {period}-01); "
+                       "no statement exists before its month")
     if project_id is not None:
         if "limit" in args or "marker" in args:
             raise pagination.bad_request("limit and marker apply to the summaries only")

@@ -9,6 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import pytest
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -145,3 +146,21 @@ def test_with_a_clouds_file_only_its_clouds_close(
         assert named.post("/v1/periods/c2/2026-10/close", headers=ADMIN).status_code == 200
     finally:
         app.extensions[ENGINE_KEY].dispose()
+
+
+@pytest.mark.parametrize("accept", ["application/json", "text/csv"])
+@pytest.mark.parametrize("query", ["project_id=p1&", ""])
+def test_a_period_that_has_not_started_has_no_statement(
+    client: FlaskClient, session_factory: sessionmaker[Session], query: str, accept: str
+) -> None:
+    assert client.put("/v1/price-lists/default", json=PRICES[0], headers=ADMIN).status_code == 201
+    seed(session_factory, october())
+    response = client.get(f"/v1/statements?{query}cloud=c1&period=2999-01",
+                          headers={**READ, "Accept": accept})
+    assert response.status_code == 409
+    error = response.get_json()["error"]
+    assert error["code"] == "period_not_started" and "2999-01" in error["message"]
+    # the current month has started: its statement answers (provisional)
+    current = client.get(f"/v1/statements?{query}cloud=c1&period=2026-10",
+                         headers={**READ, "Accept": accept})
+    assert current.status_code == 200
