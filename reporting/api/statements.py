@@ -32,6 +32,9 @@ LINE_FIELDS = ("resource_type", "resource_id", "state", "size", "start", "end", 
                "price_list_version", "quantity", "unit", "rate", "modifier", "zero_rated",
                "amount_unrounded", "amount", "unrated")
 SUMMARY_FIELDS = ("project_id", "subtotal", "adjustments_total", "total", "unrated_lines")
+# A statement's CSV: what the row is, a member's value, then the lines' and the
+# adjustments' fields (docs/statements.md gives the layout).
+CSV_FIELDS = ("record", "value", *LINE_FIELDS, "period", "event_ids")
 _TAG = "statements"
 
 
@@ -46,7 +49,7 @@ def _cell(value: Any) -> Any:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, dict):
+    if isinstance(value, dict | list):
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
     return value
 
@@ -58,6 +61,22 @@ def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
     for row in rows:
         writer.writerow([_cell(row[field]) for field in fields])
     return out.getvalue()
+
+
+def statement_csv(document: dict[str, Any]) -> str:
+    """A statement as CSV, every member of its JSON in the JSON's order: one row per
+    line (``record`` ``line``), per adjustment (``adjustment``), and per other member
+    (``record`` its name, ``value`` its value): the same data, nothing left out."""
+    rows: list[dict[str, Any]] = []
+    blank = dict.fromkeys(CSV_FIELDS)
+    for name, value in document.items():
+        if name == "lines":
+            rows.extend({**blank, "record": "line", **line} for line in value)
+        elif name == "adjustments":
+            rows.extend({**blank, "record": "adjustment", **item} for item in value)
+        else:
+            rows.append({**blank, "record": name, "value": value})
+    return _csv(rows, CSV_FIELDS)
 
 
 @bp.get("/v1/statements")
@@ -82,7 +101,7 @@ def get_statements() -> Response:
             raise pagination.bad_request("limit and marker apply to the summaries only")
         text = service.statement_text(session, cloud, project_id, period, now)
         if _wants_csv():
-            return Response(_csv(json.loads(text)["lines"], LINE_FIELDS), mimetype="text/csv")
+            return Response(statement_csv(json.loads(text)), mimetype="text/csv")
         return Response(text, mimetype="application/json")
     limit = pagination.parse_limit(args)
     after = None

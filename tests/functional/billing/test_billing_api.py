@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import csv
-import io
 import json
 from typing import Any
 
@@ -85,17 +83,6 @@ def test_a_statement_hand_computed(billed: FlaskClient) -> None:
     odd = statement(billed, "p3")
     assert odd["unrated_lines"] == 1 and odd["lines"][0]["amount"] is None
     assert "no rate for flavor x.odd" in odd["lines"][0]["unrated"]
-
-
-def test_csv_carries_the_same_lines(billed: FlaskClient) -> None:
-    response = billed.get("/v1/statements?cloud=c1&period=2026-10&project_id=p1",
-                          headers={**READ, "Accept": "text/csv"})
-    assert response.status_code == 200 and response.mimetype == "text/csv"
-    rows = list(csv.DictReader(io.StringIO(response.get_data(as_text=True))))
-    lines = statement(billed, "p1")["lines"]
-    assert [r["amount"] for r in rows] == [x["amount"] for x in lines]
-    assert rows[4]["size"] == json.dumps(lines[4]["size"], sort_keys=True, separators=(",", ":"))
-    assert rows[0]["unrated"] == "" and rows[0]["zero_rated"] == "false"
 
 
 def test_summaries_are_paginated(billed: FlaskClient) -> None:

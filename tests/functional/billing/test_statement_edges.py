@@ -4,6 +4,8 @@ cloud, the empty statement of a closed period, a period that has not started."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from fractions import Fraction
 from pathlib import Path
@@ -13,9 +15,10 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from reporting.api.statements import CSV_FIELDS, LINE_FIELDS
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY
-from tests.functional.billing.history import PRICES, event, october, seed
+from tests.functional.billing.history import PRICES, SMALL, event, october, seed
 from tests.functional.reporting.test_unknown_cloud import clouds_file
 from tests.unit.reporting.fixtures import ConfFactory, auth
 
@@ -92,21 +95,83 @@ def test_amounts_beyond_any_fixed_precision_are_billed_and_stored_exactly(
     assert _get(client, "cloud=c1&period=2026-12&project_id=p1")["adjustments"] == []
 
 
-def test_the_empty_statement_of_a_closed_period_never_changes(
+def _parsed(text: str) -> dict[str, Any]:
+    """A statement back from its CSV, by the layout docs/statements.md gives."""
+    rows = list(csv.DictReader(io.StringIO(text)))
+    document: dict[str, Any] = {}
+    scalars = {"provisional": lambda v: v == "true", "unrated_lines": int}
+
+    def cell(name: str, value: str) -> Any:
+        if value == "":
+            return None
+        if name in ("size", "event_ids"):
+            return json.loads(value)
+        if name == "zero_rated":
+            return {"true": True, "false": False}[value]
+        return value
+
+    for row in rows:
+        assert set(row) == set(CSV_FIELDS)
+        record = row["record"]
+        if record == "line":
+            document.setdefault("lines", []).append(
+                {name: cell(name, row[name]) for name in LINE_FIELDS})
+        elif record == "adjustment":
+            document.setdefault("adjustments", []).append({
+                name: cell(name, row[name])
+                for name in ("period", "resource_type", "resource_id", "amount", "event_ids")})
+        else:
+            assert record not in document
+            value = row["value"]
+            document[record] = None if value == "" else scalars.get(record, str)(value)
+    document.setdefault("lines", [])
+    document.setdefault("adjustments", [])
+    return document
+
+
+def _csv(client: FlaskClient, query: str) -> str:
+    response = client.get(f"/v1/statements?{query}", headers={**READ, "Accept": "text/csv"})
+    assert response.status_code == 200 and response.mimetype == "text/csv"
+    return response.get_data(as_text=True)
+
+
+def test_the_csv_is_the_same_data_as_the_json(
     client: FlaskClient, session_factory: sessionmaker[Session]
 ) -> None:
-    seed(session_factory, october())  # no price list yet: the close bills in no currency
+    for document in PRICES:
+        assert client.put("/v1/price-lists/default", json=document, headers=ADMIN
+                          ).status_code == 201
+    seed(session_factory, [*october(),
+                           event("compute.instance.create.end", "inst-n", "2026-11-02T00:00:00Z",
+                                 state="active", size=SMALL),
+                           event("compute.instance.delete.end", "inst-n", "2026-11-02T05:00:00Z",
+                                 project_id="")])
     assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN).status_code == 200
-    query = "/v1/statements?cloud=c1&period=2026-10&project_id=p-none"
-    before = client.get(query, headers=READ).get_data()
-    assert json.loads(before)["currency"] is None and json.loads(before)["lines"] == []
-    later = {**PRICES[0], "effective_from": "2026-11-01T00:00:00Z"}
-    assert client.put("/v1/price-lists/default", json=later, headers=ADMIN).status_code == 201
-    assert client.get(query, headers=READ).get_data() == before
-    # and a project with lines keeps the currency its close froze as well
-    frozen = client.get("/v1/statements?cloud=c1&period=2026-10&project_id=p1",
-                        headers=READ).get_json()
-    assert frozen["currency"] is None
+    late = event("compute.instance.power_off.end", "inst-a", "2026-10-02T05:00:00Z",
+                 state="shutoff")
+    seed(session_factory, [late])
+    # open: a line and an adjustment (computed_at is the request's instant)
+    query = "cloud=c1&period=2026-11&project_id=p1"
+    body = _get(client, query)
+    parsed = _parsed(_csv(client, query))
+    assert body["lines"] and body["adjustments"] and body["unrated_lines"] == 0
+    assert {**parsed, "computed_at": None} == {**body, "computed_at": None}
+    # closed (stored bytes), with the adjustment booked: every member, exactly
+    assert client.post("/v1/periods/c1/2026-11/close", headers=ADMIN).status_code == 200
+    text = _csv(client, query)
+    body = _get(client, query)
+    assert body["status"] == "closed" and body["adjustments"][0]["event_ids"] == [
+        late["event_id"]]
+    assert _parsed(text) == body
+    assert list(_parsed(text)) == list(body)  # in the JSON's order
+    records = [row["record"] for row in csv.DictReader(io.StringIO(text))]
+    assert records == ["cloud", "project_id", "period", "currency", "status", "provisional",
+                       "computed_at", "line", "adjustment", "subtotal", "adjustments_total",
+                       "total", "unrated_lines"]
+    # an unrated line and a zero-rated one
+    for project in ("p3", "p-free"):
+        query = f"cloud=c1&period=2026-10&project_id={project}"
+        assert _parsed(_csv(client, query)) == _get(client, query)
 
 
 def test_closing_a_cloud_tally_knows_nothing_about_is_404(
@@ -146,6 +211,23 @@ def test_with_a_clouds_file_only_its_clouds_close(
         assert named.post("/v1/periods/c2/2026-10/close", headers=ADMIN).status_code == 200
     finally:
         app.extensions[ENGINE_KEY].dispose()
+
+
+def test_the_empty_statement_of_a_closed_period_never_changes(
+    client: FlaskClient, session_factory: sessionmaker[Session]
+) -> None:
+    seed(session_factory, october())  # no price list yet: the close bills in no currency
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN).status_code == 200
+    query = "/v1/statements?cloud=c1&period=2026-10&project_id=p-none"
+    before = client.get(query, headers=READ).get_data()
+    assert json.loads(before)["currency"] is None and json.loads(before)["lines"] == []
+    later = {**PRICES[0], "effective_from": "2026-11-01T00:00:00Z"}
+    assert client.put("/v1/price-lists/default", json=later, headers=ADMIN).status_code == 201
+    assert client.get(query, headers=READ).get_data() == before
+    # and a project with lines keeps the currency its close froze as well
+    frozen = client.get("/v1/statements?cloud=c1&period=2026-10&project_id=p1",
+                        headers=READ).get_json()
+    assert frozen["currency"] is None
 
 
 @pytest.mark.parametrize("accept", ["application/json", "text/csv"])
