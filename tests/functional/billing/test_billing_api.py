@@ -64,27 +64,6 @@ def test_an_invalid_price_list_is_400_with_the_reason(
                       content_type="application/json").status_code == 400
 
 
-def test_a_statement_hand_computed(billed: FlaskClient) -> None:
-    p1 = statement(billed, "p1")
-    assert (p1["status"], p1["provisional"], p1["currency"]) == ("open", True, "EUR")
-    assert [(x["resource_id"], x["state"], x["quantity"], x["rate"], x["modifier"], x["amount"],
-             x["price_list_version"]) for x in p1["lines"]] == [
-        ("inst-a", "active", "10", "0.020", "1", "0.20", "default/1"),
-        ("inst-a", "shutoff", "14", "0.020", "0.5", "0.14", "default/1"),
-        ("inst-b", "active", "24", "0.020", "1", "0.48", "default/1"),
-        ("inst-b", "active", "24", "0.030", "1", "0.72", "default/2"),
-        ("vol-a", "available", "2400", "0.00010", "1.5", "0.36", "default/1"),
-    ]
-    assert (p1["subtotal"], p1["adjustments_total"], p1["total"], p1["unrated_lines"]) == (
-        "1.90", "0.00", "1.90", 0)
-    assert statement(billed, "p2")["total"] == "0.72"
-    free = statement(billed, "p-free")
-    assert free["lines"][0]["zero_rated"] is True and free["total"] == "0.00"
-    odd = statement(billed, "p3")
-    assert odd["unrated_lines"] == 1 and odd["lines"][0]["amount"] is None
-    assert "no rate for flavor x.odd" in odd["lines"][0]["unrated"]
-
-
 def test_summaries_are_paginated(billed: FlaskClient) -> None:
     seen, marker = [], None
     while True:
