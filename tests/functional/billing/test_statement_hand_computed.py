@@ -14,28 +14,21 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.db.models import SizeName
 from tests.functional.billing.history import SMALL, event, seed
+from tests.unit.billing.test_rating import V1 as RATED_V1
+from tests.unit.billing.test_rating import V2 as RATED_V2
 from tests.unit.reporting.fixtures import auth
 
 ADMIN, READ = auth("admin"), auth("read")
 SSD_ID = "9d3c7e4e-0000-4a57-8f0e-00000000ssd0"  # cinder's id of the volume type "ssd"
 
-V1: dict[str, Any] = {
-    "effective_from": "2026-09-01T00:00:00Z", "currency": "EUR",
-    "zero_rated_projects": ["p-free"],
-    "rates": {
-        "instance": {"per": "hour", "by_flavor": {"m1.small": "0.020"},
-                     "by_resources": {"vcpus": "0.010", "ram_gb": "0.005", "disk_gb": "0.0001"}},
-        "volume": {"per": "gb_hour", "rate": "0.00010", "type_modifiers": {"ssd": "1.5"}},
-        "floating_ip": {"per": "hour", "rate": "0.005"},
-        "image": {"per": "gb_hour", "rate": "0.00005"},
-        "loadbalancer": {"per": "hour", "rate": "0.030", "listener": "0.005", "pool": "0.005"},
-    },
-    "state_modifiers": {"instance": {"shutoff": "0.5", "shelved": "0"}},
-}
-# From the 16th: m1.small costs 0.030, and unnamed flavors are no longer rated by
-# resources (so x.odd has no rate).
-V2 = {**copy.deepcopy(V1), "effective_from": "2026-10-16T00:00:00Z",
-      "rates": {**V1["rates"], "instance": {"per": "hour", "by_flavor": {"m1.small": "0.030"}}}}
+# The rates of tests/unit/billing/test_rating.py (m1.small 0.020; by resources
+# vcpus 0.010, ram_gb 0.005, disk_gb 0.0001; volumes 0.00010 per GB-hour, ssd x 1.5;
+# floating IPs 0.005; images 0.00005 per GB-hour; load balancers 0.030 + 0.005 a
+# listener + 0.005 a pool; shutoff x 0.5; p-free zero-rated), in effect from September.
+V1 = {**copy.deepcopy(RATED_V1), "effective_from": "2026-09-01T00:00:00Z"}
+# From the 16th (RATED_V2): m1.small costs 0.030, and unnamed flavors are no longer
+# rated by resources (so x.odd has no rate).
+V2 = copy.deepcopy(RATED_V2)
 CUSTOM = {"vcpus": 2, "ram_gb": 4, "disk_gb": 10, "flavor": "custom"}
 
 
