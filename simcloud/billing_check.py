@@ -7,12 +7,26 @@ Tally books (project, state, size) changes; a resource live at the end of what t
 world has played runs on, as a statement bills it, to the end of the period.  The
 amounts are computed here with exact fractions and a deliberately separate, minimal
 reading of ``DEMO_PRICES`` (per line half-even to the cent), not with Tally's code.
+
+``check_month`` compares Tally's statements of a month with that bill, resource by
+resource.  Where Tally's lifecycle of a resource is the truth's (the same intervals,
+project, state and size), the amounts must be equal to the cent.  Where it is not,
+Tally learnt something at a sync's poll rather than from a notification (a lost or
+unbooked notification; a create dated at the platform's creation instant, before the
+truth's ready instant): each stretch of time over which the two disagree must last at
+most the dating tolerance given plus the time the resource spent in transition within
+it (a sync defers a resource in transition, with no cap), and per project the amounts
+may differ by at most the larger hourly price of the two records × the length of every
+such stretch, plus half a cent per line of either bill (each line is rounded on its
+own).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections import defaultdict
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -154,3 +168,177 @@ def _micro(t: float) -> Fraction:
     text = model.rfc3339(t)
     moment = dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
     return _seconds(moment)
+
+
+Record = tuple[str, str, Any]  # project, state, size
+HALF_CENT = Fraction(1, 200)
+
+
+def _record_at(pieces: list[Piece], t: Fraction) -> Record | None:
+    for begin, end, project, state, size in pieces:
+        if begin <= t < end:
+            return (project, state, size)
+    return None
+
+
+def _price(kind: str, record: Record | None) -> Fraction:
+    """Hourly price of a record (nothing where there is none, or no price)."""
+    if record is None:
+        return Fraction(0)
+    return _hourly(kind, record[2], record[1]) or Fraction(0)
+
+
+Stretch = tuple[Fraction, Fraction, Fraction]  # start, end (seconds), allowance (EUR)
+
+
+def disagreements(kind: str, tally: list[Piece], truth: list[Piece]) -> list[Stretch]:
+    """The stretches of time over which the two lifecycles book different records
+    (or only one books any), each with the larger hourly price of the two records ×
+    its length: the most the two bills can differ by over it, before rounding."""
+    cuts = sorted({bound for piece in tally + truth for bound in piece[:2]})
+    stretches: list[Stretch] = []
+    for lo, hi in zip(cuts, cuts[1:], strict=False):
+        have, want = _record_at(tally, lo), _record_at(truth, lo)
+        if have == want:
+            continue
+        allowance = max(_price(kind, have), _price(kind, want)) * (hi - lo) / 3600
+        if stretches and stretches[-1][1] == lo:
+            start, _end, before = stretches[-1]
+            stretches[-1] = (start, hi, before + allowance)
+        else:
+            stretches.append((lo, hi, allowance))
+    return stretches
+
+
+@dataclasses.dataclass
+class MonthCheck:
+    """What ``check_month`` found (``problems`` empty: every rule held)."""
+
+    period: str
+    billed: int = 0  # resources on the statements
+    total: Decimal = Decimal("0.00")
+    exact: int = 0  # resources with the truth's lifecycle: billed the truth's amounts
+    bounded: int = 0  # the others: within the bound
+    longest: Fraction = Fraction(0)  # the longest disagreement outside transitions, seconds
+    deviation: Decimal = Decimal("0.00")  # sum over resources and projects of |Tally - truth|
+    allowance: Fraction = Fraction(0)  # the sum of their bounds
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    def describe(self) -> str:
+        return (f"{self.billed} resources billed, total {self.total} EUR; {self.exact} with "
+                f"the truth's lifecycle billed exactly the truth's amounts; {self.bounded} "
+                f"learnt a change at a sync's poll, off by {self.deviation} EUR in all "
+                f"(bound {_cents(self.allowance)} EUR), longest disagreement "
+                f"{float(self.longest):.0f} s outside transitions")
+
+
+Getter = Callable[..., Any]  # get(path, **params) -> the decoded JSON body
+
+
+def _in_transition(resource: Any, lo: Fraction, hi: Fraction) -> Fraction:
+    """Seconds of ``[lo, hi)`` the resource spent in transition (an operation under way)."""
+    phases = resource.phases
+    total = Fraction(0)
+    for index, phase in enumerate(phases):
+        if not model.in_transition(resource, phase):
+            continue
+        until = phases[index + 1].at if index + 1 < len(phases) else resource.deleted_at
+        begin = max(Fraction(phase.at), lo)
+        end = hi if until is None else min(Fraction(until), hi)
+        if end > begin:
+            total += end - begin
+    return total
+
+
+def _instant(seconds: Fraction) -> str:
+    return model.rfc3339(float(seconds))
+
+
+def _projects(get: Getter, cloud: str, period: str) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    marker = None
+    while True:
+        params: dict[str, Any] = {"cloud": cloud, "period": period, "limit": 1000}
+        if marker:
+            params["marker"] = marker
+        page = get("/v1/statements", **params)
+        found.update({item["project_id"]: item for item in page["items"]})
+        marker = page["next_marker"]
+        if not marker:
+            return found
+
+
+def _statements(get: Getter, cloud: str, period: str, check: MonthCheck
+                ) -> dict[tuple[str, str], dict[str, Decimal]]:
+    """Per resource, per project: the amounts of every project's statement (checked
+    against its summary and its own totals)."""
+    billed: dict[tuple[str, str], dict[str, Decimal]] = {}
+    for project, summary in _projects(get, cloud, period).items():
+        body = get("/v1/statements", cloud=cloud, period=period, project_id=project)
+        amounts = [Decimal(line["amount"]) for line in body["lines"] if line["amount"]]
+        subtotal = sum(amounts, Decimal("0.00"))
+        mine = {k: body[k] for k in ("subtotal", "adjustments_total", "total", "unrated_lines")}
+        if summary != {"project_id": project, **mine} or Decimal(body["subtotal"]) != subtotal \
+                or Decimal(body["total"]) != subtotal + Decimal(body["adjustments_total"]):
+            check.problems.append(f"project {project}: summary {summary} and statement "
+                                  f"{mine} disagree (lines sum to {subtotal})")
+        for line in body["lines"]:
+            per = billed.setdefault((line["resource_type"], line["resource_id"]), {})
+            per[project] = per.get(project, Decimal("0.00")) + Decimal(line["amount"] or 0)
+    return billed
+
+
+def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: dt.datetime,
+                end: dt.datetime, played_until: dt.datetime, tolerance: dt.timedelta
+                ) -> MonthCheck:
+    """Tally's statements of ``period`` (``DEMO_PRICES`` in force, billed up to ``end``:
+    the period's end, or now) against the truth's bill, by the rule of this module."""
+    check = MonthCheck(period)
+    billed = _statements(get, cloud, period, check)
+    truth = truth_lifecycles(world, period_start, end, played_until)
+    limit = Fraction(int(tolerance.total_seconds() * 1_000_000), 1_000_000)
+    for key in sorted(set(billed) | set(truth)):
+        kind = key[0]
+        have = {p: a for p, a in billed.get(key, {}).items() if a}
+        lifecycle: list[Piece] = []
+        if key in billed:
+            path = f"/v1/resources/openstack/{cloud}/{kind}/{key[1]}/lifecycle"
+            lifecycle = tally_lifecycle(get(path)["intervals"], period_start, end)
+        rated = {p: a for p, a in bill(kind, lifecycle).items() if a}
+        if rated != have:
+            check.problems.append(f"{kind} {key[1]}: statement {have} != its rated lifecycle "
+                                  f"{rated}")
+        pieces = truth.get(key, [])
+        want = {p: a for p, a in bill(kind, pieces).items() if a}
+        if lifecycle == pieces:
+            check.exact += 1
+            if want != have:
+                check.problems.append(f"{kind} {key[1]}: statement {have} != the truth's "
+                                      f"bill {want} of the same lifecycle")
+            continue
+        check.bounded += 1
+        stretches = disagreements(kind, lifecycle, pieces)
+        resource = world.by_id.get(key[1])
+        for lo, hi, _a in stretches:
+            settled = hi - lo - (_in_transition(resource, lo, hi) if resource else 0)
+            check.longest = max(check.longest, settled)
+            if settled > limit:
+                check.problems.append(
+                    f"{kind} {key[1]}: Tally's lifecycle and the truth's disagree from "
+                    f"{_instant(lo)} to {_instant(hi)}, {float(settled):.0f} s outside "
+                    f"transitions, more than the tolerance {float(limit):.0f} s")
+        allowance = sum((a for _lo, _hi, a in stretches), Fraction(0))
+        for project in sorted(set(have) | set(want)):
+            lines = sum(1 for piece in lifecycle + pieces if piece[2] == project)
+            bound = allowance + HALF_CENT * lines
+            off = abs(have.get(project, Decimal(0)) - want.get(project, Decimal(0)))
+            check.deviation += off
+            check.allowance += bound
+            if Fraction(off) > bound:
+                check.problems.append(f"{kind} {key[1]} in {project}: statement "
+                                      f"{have.get(project)} and the truth's bill "
+                                      f"{want.get(project)} differ by {off}, more than the "
+                                      f"bound {float(bound):.4f}")
+    check.billed = len(billed)
+    check.total = sum((a for per in billed.values() for a in per.values()), Decimal("0.00"))
+    return check

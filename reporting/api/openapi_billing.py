@@ -135,7 +135,7 @@ def billing_paths() -> dict[str, Any]:
             **_TAGS, "operationId": "getStatements",
             "summary": "A project's statement of a period, or the per-project summaries "
             "(role read; a project_reader reads its own project's only); Accept: text/csv "
-            "answers CSV.",
+            "answers CSV; a period that has not started is 409.",
             "parameters": [
                 query("cloud", {"type": "string"}, "The cloud.", required=True),
                 query("period", _PERIOD, "The month, YYYY-MM (UTC).", required=True),
@@ -149,7 +149,7 @@ def billing_paths() -> dict[str, Any]:
                     "application/json": {"schema": {"oneOf": [
                         ref("Statement"), ref("StatementSummaries")]}},
                     **_CSV}},
-                **errors(400, 401, 403),
+                **errors(400, 401, 403, 409),
             },
         }},
         "/v1/periods/{cloud}": {"get": {
@@ -164,9 +164,9 @@ def billing_paths() -> dict[str, Any]:
         "/v1/periods/{cloud}/{period}/close": {"post": {
             **_TAGS, "operationId": "closePeriod",
             "summary": "Freeze every project's statement of the period (role admin); "
-            "closing again changes nothing.",
+            "closing again changes nothing; a cloud Tally knows nothing of is 404.",
             "parameters": [path("cloud"), path("period")],
             "responses": {"200": json_body(ref("Period"), "Closed."),
-                          **errors(400, 401, 403, 409)},
+                          **errors(400, 401, 403, 404, 409)},
         }},
     }

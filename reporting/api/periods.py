@@ -14,11 +14,13 @@ from mapping.event import format_timestamp
 from reporting import pagination
 from reporting.api.auth import require_role
 from reporting.api.billing_common import caller_name, cloud_path, period_name
+from reporting.api.clouds import known_clouds
 from reporting.api.errors import ApiError
 from reporting.api.project_scope import require_project_read
-from reporting.billing import closing, periods, statements
+from reporting.billing import closing, periods, statements, versions
+from reporting.billing.pricelist import DEFAULT_LIST
 from reporting.db.billing_models import BillingPeriod
-from reporting.db.models import ResourceInterval
+from reporting.db.models import CurrentResource, ResourceInterval
 from reporting.db.session import app_sessionmaker, db_session
 from reporting.ingest import utcnow
 from reporting.queries import params
@@ -46,11 +48,36 @@ def render(cloud: str, period: str, row: BillingPeriod | None, now: dt.datetime
     }
 
 
+def _require_known(cloud: str) -> None:
+    """404 unless Tally knows ``cloud``: the clouds file names it (when the API has one),
+    else it has history or a price list of its own.  A close of a misspelt cloud would
+    store a closed period that bills nothing and forbids new ``default`` versions
+    before its end for every cloud."""
+    named = known_clouds()
+    if named is not None:
+        if cloud not in named:
+            raise ApiError(404, "unknown_cloud",
+                           f"the clouds file names no cloud {cloud!r}; add it (and restart "
+                           "the API) to close its periods")
+        return
+    with app_sessionmaker()() as session:  # ended before the close opens its own
+        in_history = session.execute(
+            sa.select(CurrentResource.cloud).where(CurrentResource.cloud == cloud).limit(1)
+        ).first() is not None
+        own_list = cloud != DEFAULT_LIST and bool(versions.rows(session, cloud))
+    if in_history or own_list:
+        return
+    raise ApiError(404, "unknown_cloud",
+                   f"Tally knows no cloud {cloud!r}: it has no history and no price list "
+                   "of its own (GET /v1/clouds lists the clouds in the history)")
+
+
 @bp.post("/v1/periods/<cloud>/<period>/close")
 @require_role("admin")
 def close_period(cloud: str, period: str) -> Any:
     cloud = cloud_path(cloud)
     period = period_name(period)
+    _require_known(cloud)
     now = utcnow()
     try:
         result = closing.close(app_sessionmaker(), cloud, period, caller_name(), now)

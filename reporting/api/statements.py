@@ -1,7 +1,7 @@
 """``GET /v1/statements``: a project's statement of a period, or the per-project
 summaries of a period (role ``read``; a ``project_reader`` reads its project's only:
 its statement, the summaries list filtered to it, another ``project_id`` 403).
-``Accept: text/csv`` answers CSV.
+``Accept: text/csv`` answers CSV.  A period that has not started is 409.
 
 Parameters: ``cloud`` and ``period`` (``YYYY-MM``) required; ``project_id``;
 ``limit``/``marker`` for the summaries.  Semantics in ``docs/statements.md``.
@@ -18,8 +18,9 @@ from flask import Blueprint, Response, request
 
 from reporting import pagination
 from reporting.api.billing_common import period_name
+from reporting.api.errors import ApiError
 from reporting.api.project_scope import requested_project, require_project_read, visible_projects
-from reporting.billing import service
+from reporting.billing import periods, service
 from reporting.db.session import db_session
 from reporting.ingest import utcnow
 from reporting.queries import params
@@ -31,6 +32,9 @@ LINE_FIELDS = ("resource_type", "resource_id", "state", "size", "start", "end", 
                "price_list_version", "quantity", "unit", "rate", "modifier", "zero_rated",
                "amount_unrounded", "amount", "unrated")
 SUMMARY_FIELDS = ("project_id", "subtotal", "adjustments_total", "total", "unrated_lines")
+# A statement's CSV: what the row is, a member's value, then the lines' and the
+# adjustments' fields (docs/statements.md gives the layout).
+CSV_FIELDS = ("record", "value", *LINE_FIELDS, "period", "event_ids")
 _TAG = "statements"
 
 
@@ -45,7 +49,7 @@ def _cell(value: Any) -> Any:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, dict):
+    if isinstance(value, dict | list):
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
     return value
 
@@ -57,6 +61,22 @@ def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
     for row in rows:
         writer.writerow([_cell(row[field]) for field in fields])
     return out.getvalue()
+
+
+def statement_csv(document: dict[str, Any]) -> str:
+    """A statement as CSV, every member of its JSON in the JSON's order: one row per
+    line (``record`` ``line``), per adjustment (``adjustment``), and per other member
+    (``record`` its name, ``value`` its value): the same data, nothing left out."""
+    rows: list[dict[str, Any]] = []
+    blank = dict.fromkeys(CSV_FIELDS)
+    for name, value in document.items():
+        if name == "lines":
+            rows.extend({**blank, "record": "line", **line} for line in value)
+        elif name == "adjustments":
+            rows.extend({**blank, "record": "adjustment", **item} for item in value)
+        else:
+            rows.append({**blank, "record": name, "value": value})
+    return _csv(rows, CSV_FIELDS)
 
 
 @bp.get("/v1/statements")
@@ -72,12 +92,16 @@ def get_statements() -> Response:
     visible = visible_projects()
     session = db_session()
     now = utcnow()
+    if periods.parse(period)[0] > now:
+        raise ApiError(409, "period_not_started",
+                       f"period {period} has not started yet (it starts at {period}-01); "
+                       "no statement exists before its month")
     if project_id is not None:
         if "limit" in args or "marker" in args:
             raise pagination.bad_request("limit and marker apply to the summaries only")
         text = service.statement_text(session, cloud, project_id, period, now)
         if _wants_csv():
-            return Response(_csv(json.loads(text)["lines"], LINE_FIELDS), mimetype="text/csv")
+            return Response(statement_csv(json.loads(text)), mimetype="text/csv")
         return Response(text, mimetype="application/json")
     limit = pagination.parse_limit(args)
     after = None

@@ -24,7 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from reporting.billing import periods, rating
+from reporting.billing import money, periods, rating
 from reporting.billing.pricelist import PriceVersion
 from reporting.billing.statements import Adjustment, ResourceRef, intervals_of
 from reporting.db.billing_models import BillingPeriod, BookedAdjustment, ClosedResourceAmount
@@ -93,22 +93,24 @@ def for_source(
     for line in rating.rate_intervals(intervals_of(session, cloud, start, end, refs),
                                       versions, start, end, now):
         if line.amount is not None:
-            recomputed[(line.project_id, (line.resource_type, line.resource_id))] += line.amount
+            key = (line.project_id, (line.resource_type, line.resource_id))
+            recomputed[key] = money.add(recomputed[key], line.amount)
     base: dict[tuple[str, ResourceRef], Decimal] = collections.defaultdict(lambda: _ZERO)
     for frozen in _by_resource(session, ClosedResourceAmount, cloud, source.period, "period",
                                refs):
-        base[(frozen.project_id, (frozen.resource_type, frozen.resource_id))] += frozen.amount
+        key = (frozen.project_id, (frozen.resource_type, frozen.resource_id))
+        base[key] = money.add(base[key], frozen.amount)
     booked_until: dict[ResourceRef, int] = {}
     for booked in _by_resource(session, BookedAdjustment, cloud, source.period,
                                "source_period", refs):
         ref = (booked.resource_type, booked.resource_id)
-        base[(booked.project_id, ref)] += booked.amount
+        base[(booked.project_id, ref)] = money.add(base[(booked.project_id, ref)], booked.amount)
         booked_until[ref] = max(booked_until.get(ref, 0), booked.cutoff_seq)
     result: list[Adjustment] = []
     for project, ref in sorted(set(recomputed) | set(base)):
         if project_id is not None and project != project_id:
             continue
-        amount = recomputed[(project, ref)] - base[(project, ref)]
+        amount = money.subtract(recomputed[(project, ref)], base[(project, ref)])
         if amount == 0:
             continue
         since = booked_until.get(ref, source.cutoff_seq)

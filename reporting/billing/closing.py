@@ -24,7 +24,15 @@ from decimal import Decimal
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting.billing import adjustments, billing_metrics, locks, periods, rating, statements
+from reporting.billing import (
+    adjustments,
+    billing_metrics,
+    locks,
+    money,
+    periods,
+    rating,
+    statements,
+)
 from reporting.billing.versions import timeline
 from reporting.db import writes
 from reporting.db.billing_models import (
@@ -122,7 +130,8 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
             for (rtype, rid), amount in rating.resource_amounts(lines[project]).items()
         )
     row = BillingPeriod(cloud=cloud, period=period, status="closed", closed_at=now,
-                        closed_by=who, cutoff_seq=seq, cutoff_received_at=received_at)
+                        closed_by=who, cutoff_seq=seq, cutoff_received_at=received_at,
+                        currency=code)
     session.add(row)
     if frozen:
         session.execute(sa.insert(ClosedStatement), frozen)
@@ -137,6 +146,6 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
             for a in found
         ])
     session.flush()
-    billed = sum((Decimal(str(f["total"])) for f in frozen), Decimal("0.00"))
+    billed = money.total(Decimal(str(f["total"])) for f in frozen)
     return Closed(row, created=True, frozen=len(frozen), adjustments=found, billed=billed,
                   currency=code)

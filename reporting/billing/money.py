@@ -4,12 +4,28 @@ Durations are whole microseconds and an hour is 3,600,000,000 of them, so an hou
 count is in general not a finite decimal (one second is 0.000277… h).  Amounts are
 therefore computed as exact fractions and rounded once, half-even, to the minor
 unit; only the displayed quantity and unrounded amount are cut to ``DISPLAY_PLACES``.
+
+Decimal arithmetic runs in ``EXACT``: Python's default context keeps 28 significant
+digits, so it would round a large amount silently (or refuse to quantize it), and a
+price list may hold rates and modifiers of 12 digits each side of the point.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from decimal import ROUND_HALF_EVEN, Decimal
+from collections.abc import Iterable
+from decimal import (
+    MAX_EMAX,
+    MAX_PREC,
+    MIN_EMIN,
+    ROUND_HALF_EVEN,
+    Context,
+    Decimal,
+    DivisionByZero,
+    InvalidOperation,
+    Overflow,
+)
 from fractions import Fraction
 
 MICROS_PER_HOUR = 3_600_000_000
@@ -18,6 +34,34 @@ DISPLAY_PLACES = 12  # quantity and amount_unrounded: finer than one microsecond
 
 # A rate or modifier on the wire: a non-negative decimal string, never a JSON number.
 DECIMAL_TEXT = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,12})?\Z")
+
+
+# Sums, differences and products of finite decimals are exact in this context.
+EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, rounding=ROUND_HALF_EVEN,
+                traps=[InvalidOperation, DivisionByZero, Overflow])
+ZERO = Decimal("0.00")
+
+
+def total(values: Iterable[Decimal], start: Decimal = ZERO) -> Decimal:
+    """The exact sum of ``values`` (and ``start``)."""
+    return functools.reduce(EXACT.add, values, start)
+
+
+def add(left: Decimal, right: Decimal) -> Decimal:
+    return EXACT.add(left, right)
+
+
+def subtract(left: Decimal, right: Decimal) -> Decimal:
+    return EXACT.subtract(left, right)
+
+
+def multiply(left: Decimal, right: Decimal) -> Decimal:
+    return EXACT.multiply(left, right)
+
+
+def cents(count: int | Decimal) -> Decimal:
+    """A whole number of hundredths as an amount, exactly (``1234`` is ``12.34``)."""
+    return Decimal(count).scaleb(-MINOR_PLACES, context=EXACT)
 
 
 class MoneyError(ValueError):
@@ -56,7 +100,7 @@ def round_half_even(value: Fraction, places: int = MINOR_PLACES) -> Decimal:
     twice = 2 * rest
     if twice > scaled.denominator or (twice == scaled.denominator and whole % 2 == 1):
         whole += 1
-    return Decimal(whole).scaleb(-places)
+    return Decimal(whole).scaleb(-places, context=EXACT)
 
 
 def text(value: Decimal) -> str:
@@ -75,4 +119,5 @@ def display(value: Fraction) -> str:
 
 def money(value: Decimal) -> str:
     """An amount in the minor unit's form, e.g. ``"12.30"``."""
-    return format(value.quantize(Decimal(1).scaleb(-MINOR_PLACES), rounding=ROUND_HALF_EVEN), "f")
+    minor = Decimal(1).scaleb(-MINOR_PLACES)
+    return format(value.quantize(minor, rounding=ROUND_HALF_EVEN, context=EXACT), "f")

@@ -113,13 +113,14 @@ def base_rate(
             amount = _size_number(size, member)
             if amount is None:
                 return f"flavor {flavor} has no rate and the size has no {member}"
-            total += amount * rates.by_resources[member]
+            total = money.add(total, money.multiply(amount, rates.by_resources[member]))
         return total, _ONE
     assert rates.rate is not None
     if resource_type == "loadbalancer":
         listeners = _size_number(size, "listeners") or Decimal(0)
         pools = _size_number(size, "pools") or Decimal(0)
-        return rates.rate + listeners * rates.listener + pools * rates.pool, _ONE
+        return money.total((rates.rate, money.multiply(listeners, rates.listener),
+                            money.multiply(pools, rates.pool)), Decimal(0)), _ONE
     modifier = _ONE
     if resource_type == "volume" and size and isinstance(size.get("type"), str):
         modifier = rates.type_modifiers.get(size["type"], _ONE)
@@ -153,8 +154,8 @@ def _price(resource_type: str, size: Mapping[str, Any] | None, state: str | None
     if not isinstance(priced, tuple) or version is None:
         return _Price(factor, None, None, reason, None)
     rate, type_modifier = priced
-    modifier = type_modifier * version.state_modifiers.get(resource_type, {}).get(
-        state or "", _ONE)
+    modifier = money.multiply(type_modifier, version.state_modifiers.get(resource_type, {}).get(
+        state or "", _ONE))
     if reason is not None or factor is None:
         return _Price(factor, rate, modifier, reason, None)
     return _Price(factor, rate, modifier, None, factor * Fraction(rate) * Fraction(modifier))
@@ -247,7 +248,7 @@ def rate_intervals(
 
 def subtotal(lines: Iterable[Line]) -> Decimal:
     """The sum of the rounded amounts (unrated lines count nothing)."""
-    return sum((line.amount for line in lines if line.amount is not None), Decimal("0.00"))
+    return money.total(line.amount for line in lines if line.amount is not None)
 
 
 def resource_amounts(lines: Iterable[Line]) -> dict[tuple[str, str], Decimal]:
@@ -256,5 +257,5 @@ def resource_amounts(lines: Iterable[Line]) -> dict[tuple[str, str], Decimal]:
     for line in lines:
         if line.amount is not None:
             key = (line.resource_type, line.resource_id)
-            totals[key] = totals.get(key, Decimal("0.00")) + line.amount
+            totals[key] = money.add(totals.get(key, money.ZERO), line.amount)
     return totals

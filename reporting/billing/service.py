@@ -27,14 +27,12 @@ from reporting.db.billing_models import BillingPeriod, ClosedStatement
 from reporting.db.models import ResourceInterval
 
 
-def _empty_closed(cloud: str, project_id: str, period: str, closed: BillingPeriod,
-                  session: Session) -> str:
-    """A project without usage in a closed period: its (deterministic) empty statement."""
-    _start, end = periods.parse(period)
+def _empty_closed(cloud: str, project_id: str, period: str, closed: BillingPeriod) -> str:
+    """A project without usage in a closed period: its empty statement, from what the
+    close recorded only (its currency and instant), so it never changes either."""
     document = statements.document(
-        cloud=cloud, project_id=project_id, period=period,
-        currency_code=statements.currency(timeline(session, cloud), end), closed=True,
-        computed_at=closed.closed_at, lines=[], adjustments=[],
+        cloud=cloud, project_id=project_id, period=period, currency_code=closed.currency,
+        closed=True, computed_at=closed.closed_at, lines=[], adjustments=[],
     )
     return statements.text(document)
 
@@ -47,7 +45,7 @@ def statement_text(session: Session, cloud: str, project_id: str, period: str,
         row = session.get(ClosedStatement, (cloud, period, project_id))
         if row is not None:
             return row.body
-        return _empty_closed(cloud, project_id, period, closed[period], session)
+        return _empty_closed(cloud, project_id, period, closed[period])
     start, end = periods.parse(period)
     versions = timeline(session, cloud)
     lines = rating.rate_intervals(
@@ -97,16 +95,16 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
     page = sorted(set(totals) | set(extra))[:limit + 1]
     more = len(page) > limit
     page = page[:limit]
-    found: dict[str, Decimal] = collections.defaultdict(lambda: Decimal("0.00"))
+    found: dict[str, Decimal] = collections.defaultdict(lambda: money.ZERO)
     for adjustment in pending:
-        found[adjustment.project_id] += adjustment.amount
+        found[adjustment.project_id] = money.add(found[adjustment.project_id], adjustment.amount)
     items = []
     for project in page:
         subtotal, unrated = totals.get(project, (Decimal("0.00"), 0))
         items.append({
             "project_id": project, "subtotal": money.money(subtotal),
             "adjustments_total": money.money(found[project]),
-            "total": money.money(subtotal + found[project]), "unrated_lines": unrated,
+            "total": money.money(money.add(subtotal, found[project])), "unrated_lines": unrated,
         })
     billing_metrics.STATEMENTS_COMPUTED.labels(cloud=cloud, kind="summary").inc(len(items))
     return items, more

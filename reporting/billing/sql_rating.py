@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from reporting.billing import money
 from reporting.billing.pricelist import INSTANCE_RESOURCES, PriceVersion
 
 _HOUR_MICROS = 3_600_000_000
@@ -215,6 +216,6 @@ def project_subtotals(
     for setting in ("enable_nestloop", "enable_mergejoin", "enable_sort", "work_mem"):
         session.execute(sa.text(f"RESET {setting}"))
     return {
-        row.project_id: (Decimal(row.cents).scaleb(-2), int(row.unrated_lines))
+        row.project_id: (money.cents(row.cents), int(row.unrated_lines))
         for row in rows
     }

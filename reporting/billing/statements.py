@@ -117,7 +117,7 @@ def document(
 ) -> dict[str, Any]:
     """The statement as answered (field order fixed)."""
     subtotal = rating.subtotal(lines)
-    adjustments_total = sum((a.amount for a in adjustments), Decimal("0.00"))
+    adjustments_total = money.total(a.amount for a in adjustments)
     return {
         "cloud": cloud,
         "project_id": project_id,
@@ -130,7 +130,7 @@ def document(
         "adjustments": [a.as_dict() for a in adjustments],
         "subtotal": money.money(subtotal),
         "adjustments_total": money.money(adjustments_total),
-        "total": money.money(subtotal + adjustments_total),
+        "total": money.money(money.add(subtotal, adjustments_total)),
         "unrated_lines": sum(1 for line in lines if line.unrated is not None),
     }
 

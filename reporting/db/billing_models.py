@@ -1,8 +1,9 @@
 """Typed models of billing: price list versions, closed periods, frozen statements
 and booked adjustments (``docs/statements.md``).
 
-Money is ``NUMERIC`` (exact on PostgreSQL; SQLite keeps the decimal text's value and
-SQLAlchemy hands back ``Decimal``).  A closed statement's document is kept as the
+Money is unbounded ``NUMERIC`` on PostgreSQL (exact, and never capped: any amount a
+valid price list can produce is stored) and decimal text on SQLite (which enforces
+no declared length); SQLAlchemy hands back ``Decimal`` on both.  A closed statement's document is kept as the
 exact text it was served as, so it is answered byte for byte forever.
 """
 
@@ -21,9 +22,9 @@ from reporting.db.models import Base, BigIntId
 
 
 class _ExactNumeric(TypeDecorator[Decimal]):
-    """``NUMERIC(18, 2)``, exact on PostgreSQL."""
+    """Unbounded ``NUMERIC``, exact on PostgreSQL (``0013_billing_unbounded_money``)."""
 
-    impl = Numeric(18, 2)
+    impl = Numeric()
     cache_ok = True
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
@@ -34,7 +35,8 @@ class _ExactNumeric(TypeDecorator[Decimal]):
 
 
 class _DecimalText(TypeDecorator[Decimal]):
-    """SQLite: the decimal text (a NUMERIC affinity would keep a binary float)."""
+    """SQLite: the decimal text (a NUMERIC affinity would keep a binary float); SQLite
+    ignores the declared length, so any amount's text is kept whole."""
 
     impl = String(32)
     cache_ok = True
@@ -82,6 +84,9 @@ class BillingPeriod(Base):
     # The last receipt (events.seq) the close included; 0 when no event existed.
     cutoff_seq: Mapped[int] = mapped_column(BigInteger)
     cutoff_received_at: Mapped[dt.datetime | None] = mapped_column(DateTime())
+    # The currency the close billed in (null: no price version priced the cloud); the
+    # empty statement of a project without lines is rendered from it.
+    currency: Mapped[str | None] = mapped_column(String(3))
 
 
 class ClosedStatement(Base):

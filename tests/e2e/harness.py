@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import requests
 import yaml
@@ -89,6 +90,17 @@ class Reporting:
             return requests.get(f"{self.url}/healthz", timeout=1).status_code == 200
         except requests.RequestException:
             return False
+
+    def get(self, path: str, **params: Any) -> Any:
+        """The decoded body of a GET as admin (raises on an error status)."""
+        response = self.session.get(f"{self.url}{path}", params=params, timeout=120,
+                                    headers={"Authorization": "Bearer e2e-admin"})
+        response.raise_for_status()
+        return response.json()
+
+    def send(self, method: str, path: str, body: object = None) -> requests.Response:
+        return self.session.request(method, f"{self.url}{path}", json=body, timeout=120,
+                                    headers={"Authorization": "Bearer e2e-admin"})
 
     def sync(self, cloud: str, at: str) -> requests.Response:
         return self.session.post(f"{self.url}/internal/sync/{cloud}", params={"at": at},

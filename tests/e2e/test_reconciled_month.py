@@ -8,6 +8,28 @@ delete is dated at nova's own instant, every other delete a collector lost is
 dated within one sync interval (plus the settle window) of the truth, and a further
 sync books nothing.
 
+Then the month is billed: a price list pricing every resource type, every project's
+summary and statement of the month, compared resource by resource with a bill
+computed independently from the simulated cloud's own ground truth
+(``simcloud.billing_check``).  The rule:
+
+- every statement line equals the independent rating of Tally's own lifecycle of the
+  resource, and each summary its statement's totals;
+- where Tally's lifecycle of a resource is the truth's (the same intervals, project,
+  state and size), its amount on each project's statement equals the truth's bill to
+  the cent;
+- elsewhere Tally learnt a change at a sync's poll instead of from a notification (one
+  lost, or one the collector does not book, or a create dated at the platform's
+  creation instant before the truth's ready instant). Each stretch of time over which
+  the two lifecycles disagree lasts at most two sync intervals plus the settle window
+  beyond the time the resource spent in transition within it (the first run after the
+  change sees it, or defers it as recent and the next one books it; a run defers a
+  resource in transition until it settles), and per project the amounts differ by at most the larger hourly price of
+  the two records times the length of every such stretch, plus half a cent per line of
+  either bill (lines are rounded one by one).
+
+The close of the month then freezes exactly the summaries computed.
+
 Bounded for CI: a small world (TALLY_E2E_SCALE, default 30) over TALLY_E2E_DAYS
 (default 30) days.
 """
@@ -24,6 +46,7 @@ import pytest
 import sqlalchemy as sa
 
 from mapping.event import format_timestamp, parse_timestamp
+from simcloud.billing_check import DEMO_PRICES, check_month
 from simcloud.config import STOCK_EXCHANGES, WorldConfig
 from simcloud.server import SimCloudServer
 from tests.e2e.harness import Collector, Reporting, wait_until
@@ -65,6 +88,28 @@ def _wait_for_collector_to_settle(engine: sa.Engine) -> None:
         return time.monotonic() - last[1] > 3
 
     wait_until(settled, 120, "the collector to deliver everything")
+
+
+def _bill_the_month(reporting: Reporting, world: SimCloudServer, config: WorldConfig,
+                    final: dt.datetime) -> None:
+    put = reporting.send("PUT", f"/v1/price-lists/{CLOUD}", DEMO_PRICES)
+    assert put.status_code == 201, put.text
+    period_start = config.start.replace(tzinfo=None)
+    period = f"{period_start:%Y-%m}"
+    assert period_start.day == 1 and period_start.time() == dt.time(0)
+    period_end = (period_start + dt.timedelta(days=32)).replace(day=1)
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    check = check_month(reporting.get, CLOUD, world.world, period, period_start,
+                        min(period_end, now), final.replace(tzinfo=None),
+                        2 * INTERVAL + SETTLE)
+    print(f"e2e billing of {period}: {check.describe()}")
+    assert not check.problems, "\n".join(check.problems[:20])
+    assert check.billed and check.exact and check.total > 0
+    summaries = reporting.get("/v1/statements", cloud=CLOUD, period=period, limit=1000)
+    assert summaries["next_marker"] is None
+    closed = reporting.send("POST", f"/v1/periods/{CLOUD}/{period}/close")
+    assert closed.status_code == 200, closed.text
+    assert reporting.get("/v1/statements", cloud=CLOUD, period=period, limit=1000) == summaries
 
 
 def test_a_reconciled_month_equals_the_truth(pg_database: str, rabbit_url: str,
@@ -126,6 +171,8 @@ def test_a_reconciled_month_equals_the_truth(pg_database: str, rabbit_url: str,
         # 3. a further sync books nothing
         again = reporting.sync(CLOUD, format_timestamp(final)).json()["stats"]
         assert (again["created"], again["updated"], again["deleted"]) == (0, 0, 0)
+        # 4. the month billed against the truth's bill
+        _bill_the_month(reporting, world, config, final)
     finally:
         collector.stop()
         reporting.stop()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import csv
-import io
 import json
 from typing import Any
 
@@ -64,38 +62,6 @@ def test_an_invalid_price_list_is_400_with_the_reason(
     assert reason in response.get_json()["error"]["message"]
     assert client.put("/v1/price-lists/default", data="[1]", headers=ADMIN,
                       content_type="application/json").status_code == 400
-
-
-def test_a_statement_hand_computed(billed: FlaskClient) -> None:
-    p1 = statement(billed, "p1")
-    assert (p1["status"], p1["provisional"], p1["currency"]) == ("open", True, "EUR")
-    assert [(x["resource_id"], x["state"], x["quantity"], x["rate"], x["modifier"], x["amount"],
-             x["price_list_version"]) for x in p1["lines"]] == [
-        ("inst-a", "active", "10", "0.020", "1", "0.20", "default/1"),
-        ("inst-a", "shutoff", "14", "0.020", "0.5", "0.14", "default/1"),
-        ("inst-b", "active", "24", "0.020", "1", "0.48", "default/1"),
-        ("inst-b", "active", "24", "0.030", "1", "0.72", "default/2"),
-        ("vol-a", "available", "2400", "0.00010", "1.5", "0.36", "default/1"),
-    ]
-    assert (p1["subtotal"], p1["adjustments_total"], p1["total"], p1["unrated_lines"]) == (
-        "1.90", "0.00", "1.90", 0)
-    assert statement(billed, "p2")["total"] == "0.72"
-    free = statement(billed, "p-free")
-    assert free["lines"][0]["zero_rated"] is True and free["total"] == "0.00"
-    odd = statement(billed, "p3")
-    assert odd["unrated_lines"] == 1 and odd["lines"][0]["amount"] is None
-    assert "no rate for flavor x.odd" in odd["lines"][0]["unrated"]
-
-
-def test_csv_carries_the_same_lines(billed: FlaskClient) -> None:
-    response = billed.get("/v1/statements?cloud=c1&period=2026-10&project_id=p1",
-                          headers={**READ, "Accept": "text/csv"})
-    assert response.status_code == 200 and response.mimetype == "text/csv"
-    rows = list(csv.DictReader(io.StringIO(response.get_data(as_text=True))))
-    lines = statement(billed, "p1")["lines"]
-    assert [r["amount"] for r in rows] == [x["amount"] for x in lines]
-    assert rows[4]["size"] == json.dumps(lines[4]["size"], sort_keys=True, separators=(",", ":"))
-    assert rows[0]["unrated"] == "" and rows[0]["zero_rated"] == "false"
 
 
 def test_summaries_are_paginated(billed: FlaskClient) -> None:

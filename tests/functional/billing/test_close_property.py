@@ -1,16 +1,23 @@
-"""For any history and any arrival order, split anywhere by closes: every frozen
-statement stays byte for byte what it was, it is the statement of the facts received
-up to its cutoff, and frozen + booked + pending adjustments = the recomputed truth."""
+"""For any history of instances and volumes and any arrival order, split anywhere by
+closes, with a price version added after the first close (for a later period): every
+frozen statement stays byte for byte what it was, it is the statement of the facts
+received up to its cutoff, and frozen + booked + pending adjustments = the recomputed
+truth.  On SQLite and PostgreSQL (fewer examples there: each one truncates and refills
+a database)."""
 
 from __future__ import annotations
 
 import collections
 import datetime as dt
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
+import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
@@ -25,12 +32,35 @@ NOW = dt.datetime(2026, 12, 15)
 START = dt.datetime(2026, 9, 28)
 SIZES = [{"vcpus": 1, "ram_gb": 2, "disk_gb": 20, "flavor": "m1.small"},
          {"vcpus": 2, "ram_gb": 4, "disk_gb": 10, "flavor": "custom"}]
+VOLUME_SIZES = [{"size_gb": 100, "type": "ssd"}, {"size_gb": 3, "type": "lvmdriver-1"}]
+# What each resource type's events are called and which states and sizes they carry.
+KINDS = {
+    "instance": ("compute.instance", ["active", "shutoff"], SIZES),
+    "volume": ("volume", ["available", "in-use"], VOLUME_SIZES),
+}
+# Added after October's close, effective at a drawn instant of November or December:
+# other rates, modifiers and zero-rated projects from then on.
+LATER = {
+    "currency": "EUR", "zero_rated_projects": ["p2"],
+    "rates": {
+        "instance": {"per": "hour", "by_flavor": {"m1.small": "0.050"},
+                     "by_resources": {"vcpus": "0.015"}},
+        "volume": {"per": "gb_hour", "rate": "0.00020", "type_modifiers": {"ssd": "3"}},
+    },
+    "state_modifiers": {"volume": {"in-use": "1.25"}, "instance": {"shutoff": "0.1"}},
+}
+
+
+def _fact(rtype: str, rid: str, verb: str, stamp: str, **payload: Any) -> dict[str, Any]:
+    return event(f"{KINDS[rtype][0]}.{verb}", rid, stamp, resource_type=rtype, **payload)
 
 
 @st.composite
 def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
     items = []
     for number in range(draw(st.integers(1, 4))):
+        rtype = draw(st.sampled_from(sorted(KINDS)))
+        _name, states, sizes = KINDS[rtype]
         rid = f"r{number}"
         home = draw(st.sampled_from(["p1", "p2", "p-free"]))
         for _ in range(draw(st.integers(1, 6))):
@@ -38,19 +68,21 @@ def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
             stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
             kind = draw(st.sampled_from(["create", "state", "move", "resize", "delete"]))
             project = draw(st.sampled_from(["p1", "p2", "p-free"]))
+            payload: dict[str, Any] = {"project_id": home}
+            verb = "update"
             if kind == "create":
-                items.append(event("compute.instance.create.end", rid, stamp, project_id=project,
-                                   state="active", size=draw(st.sampled_from(SIZES))))
+                verb = "create.end"
+                payload = {"project_id": project, "state": states[0],
+                           "size": draw(st.sampled_from(sizes))}
             elif kind == "state":
-                items.append(event("compute.instance.update", rid, stamp, project_id=home,
-                                   state=draw(st.sampled_from(["active", "shutoff"]))))
+                payload["state"] = draw(st.sampled_from(states))
             elif kind == "move":
-                items.append(event("compute.instance.update", rid, stamp, project_id=project))
+                payload["project_id"] = project
             elif kind == "resize":
-                items.append(event("compute.instance.update", rid, stamp, project_id=home,
-                                   size=draw(st.sampled_from(SIZES))))
+                payload["size"] = draw(st.sampled_from(sizes))
             else:
-                items.append(event("compute.instance.delete.end", rid, stamp, project_id=""))
+                verb, payload = "delete.end", {"project_id": ""}
+            items.append(_fact(rtype, rid, verb, stamp, **payload))
     return draw(st.permutations(items))
 
 
@@ -78,41 +110,84 @@ def _check(factory: sessionmaker[Session], frozen_before: dict[str, dict[str, An
             }) == truth.nonzero(whole)
 
 
-def test_frozen_plus_adjustments_is_the_truth(tmp_path: Path) -> None:
-    template = tmp_path / "template.sqlite"
-    migrations.upgrade(f"sqlite:///{template}")
-    runs = iter(range(1_000_000))
+# Every table a history, a price list or a close writes.
+_TABLES = ("events, current_resources, resource_intervals, rejected_events, "
+           "price_list_versions, billing_periods, closed_statements, closed_resource_amounts, "
+           "billing_adjustments")
+
+
+@contextmanager
+def _sqlite_database(template: Path, path: Path) -> Iterator[sessionmaker[Session]]:
+    shutil.copy(template, path)
+    engine = db_engine.make_engine(f"sqlite:///{path}")
+    try:
+        yield db_engine.make_sessionmaker(engine)
+    finally:
+        engine.dispose()
+        path.unlink()
+
+
+@contextmanager
+def _emptied(factory: sessionmaker[Session]) -> Iterator[sessionmaker[Session]]:
+    with factory() as session:
+        session.execute(sa.text(f"TRUNCATE {_TABLES}"))
+        session.commit()
+    yield factory
+
+
+def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
+             data: st.DataObject) -> None:
+    with factory() as session:
+        for document in PRICES:
+            versions.add(session, "default", document, "test", NOW)
+        session.commit()
+    first = data.draw(st.integers(0, len(history)))
+    second = data.draw(st.integers(first, len(history)))
+    later = data.draw(st.none() | st.integers(0, 24 * 44), label="later version (h)")
+    frozen_before: dict[str, dict[str, Any]] = {}
+    for chunk, period in ((history[:first], "2026-10"), (history[first:second], "2026-11")):
+        if chunk:
+            seed(factory, chunk)
+        closing.close(factory, "c1", period, "test", NOW)
+        with factory() as session:
+            frozen_before[period] = {
+                p: body for p, (_s, body) in truth.frozen(session, "c1", period).items()}
+        _check(factory, frozen_before)
+        if period == "2026-10" and later is not None:
+            effective = dt.datetime(2026, 11, 1) + dt.timedelta(hours=later)
+            with factory() as session:
+                versions.add(session, "default", {
+                    **LATER, "effective_from": effective.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                    "test", NOW)
+                session.commit()
+    if history[second:]:
+        seed(factory, history[second:])
+    _check(factory, frozen_before)
+
+
+@pytest.mark.parametrize(("backend", "examples"), [("sqlite", 60), ("postgresql", 25)])
+def test_frozen_plus_adjustments_is_the_truth(backend: str, examples: int, tmp_path: Path,
+                                              request: pytest.FixtureRequest) -> None:
+    if backend == "sqlite":
+        template = tmp_path / "template.sqlite"
+        migrations.upgrade(f"sqlite:///{template}")
+        runs = iter(range(1_000_000))
+
+        def fresh() -> Any:
+            return _sqlite_database(template, tmp_path / f"run-{next(runs)}.sqlite")
+    else:
+        engine = db_engine.make_engine(request.getfixturevalue("pg_migrated_database"))
+        request.addfinalizer(engine.dispose)
+        factory = db_engine.make_sessionmaker(engine)
+
+        def fresh() -> Any:
+            return _emptied(factory)
 
     @given(history=histories(), data=st.data())
-    @settings(max_examples=60, deadline=None, database=None,
+    @settings(max_examples=examples, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     def run(history: list[dict[str, Any]], data: st.DataObject) -> None:
-        path = tmp_path / f"run-{next(runs)}.sqlite"
-        shutil.copy(template, path)
-        engine = db_engine.make_engine(f"sqlite:///{path}")
-        factory = db_engine.make_sessionmaker(engine)
-        try:
-            with factory() as session:
-                for document in PRICES:
-                    versions.add(session, "default", document, "test", NOW)
-                session.commit()
-            first = data.draw(st.integers(0, len(history)))
-            second = data.draw(st.integers(first, len(history)))
-            frozen_before: dict[str, dict[str, Any]] = {}
-            for chunk, period in ((history[:first], "2026-10"), (history[first:second], "2026-11")):
-                if chunk:
-                    seed(factory, chunk)
-                closing.close(factory, "c1", period, "test", NOW)
-                with factory() as session:
-                    frozen_before[period] = {
-                        p: body for p, (_s, body) in truth.frozen(session, "c1", period).items()}
-                _check(factory, frozen_before)
-            if history[second:]:
-                seed(factory, history[second:])
-            _check(factory, frozen_before)
-        finally:
-            engine.dispose()
-            path.unlink()
-
+        with fresh() as factory:
+            _example(factory, history, data)
 
     run()

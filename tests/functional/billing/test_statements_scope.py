@@ -85,7 +85,9 @@ def test_csv_is_scoped_alike(billed: FlaskClient) -> None:
     own = billed.get(f"{STATEMENTS}&project_id=p2", headers={**P2, **csv_accept})
     assert own.status_code == 200 and own.mimetype == "text/csv"
     rows = list(csv.DictReader(io.StringIO(own.get_data(as_text=True))))
-    assert [(r["resource_id"], r["amount"]) for r in rows] == [("inst-b", "0.72")]
+    assert [(r["resource_id"], r["amount"]) for r in rows if r["record"] == "line"] == [
+        ("inst-b", "0.72")]
+    assert {r["record"]: r["value"] for r in rows}["total"] == "0.72"
     listed = billed.get(STATEMENTS, headers={**P1, **csv_accept})
     assert listed.status_code == 200
     rows = list(csv.DictReader(io.StringIO(listed.get_data(as_text=True))))

@@ -65,8 +65,10 @@ def test_statement_table_json_csv(priced: Api, capsys: pytest.CaptureFixture[str
     code, out, _err = run(priced, capsys, "statement", "--cloud", "c1", "--period", "2026-10",
                           "--project", "p1", "--format", "csv")
     assert code == 0
-    assert [r["amount"] for r in csv.DictReader(io.StringIO(out))] == [
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [r["amount"] for r in rows if r["record"] == "line"] == [
         x["amount"] or "" for x in lines]
+    assert {r["record"]: r["value"] for r in rows}["subtotal"] == "1.66"
     code, out, _err = run(priced, capsys, "statement", "--cloud", "c1", "--period", "2026-10",
                           "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))

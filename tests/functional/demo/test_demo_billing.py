@@ -1,11 +1,34 @@
-"""The demo bills the simulated month and checks it against the simulated cloud's truth."""
+"""The demo bills the simulated month and checks it against the simulated cloud's truth.
+
+Six virtual hours cannot make every resource's bill the truth's: a change the collector
+does not book (a resize's ``finish_resize``, a load balancer's listeners, which octavia
+announces by no notification) or a create a run defers reaches Tally only at a sync's
+poll, minutes after it happened, so Tally's lifecycle of that resource is not the
+truth's and neither is its bill.  What the demo checks, and this test requires, is
+exact where exactness is owed and bounded elsewhere (``simcloud.billing_check``):
+
+- every amount on Tally's statements equals an independent rating of Tally's own
+  lifecycle of the resource, and each summary its statement's totals;
+- every resource whose lifecycle is the truth's is billed the truth's amount, to the
+  cent;
+- every other one disagrees with the truth for at most two sync intervals plus the
+  settle window at a stretch, beyond the time the resource spent in transition then (a
+  sync defers a resource in transition), and is billed within the price × those
+  stretches (plus half a cent a line) of the truth.
+
+The test also makes sure the exact part is not empty: resources with the truth's
+lifecycle exist and were billed.
+"""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
+
+TOLERANCE_S = 2 * 10 * 60 + 60  # two sync intervals of the demo plus the settle window
 
 
 def test_the_simulated_month_billed_against_the_truth(tmp_path: Path) -> None:
@@ -14,11 +37,18 @@ def test_the_simulated_month_billed_against_the_truth(tmp_path: Path) -> None:
          "--hours", "6", "--scale", "30", "--loss", "0"],
         capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
-    found = re.search(r"Statements of (\d{4}-\d{2}) with a demo price list: (\d+) resources "
-                      r"billed, total ([0-9.]+) EUR\n  every amount equals an independent "
-                      r"rating of Tally's lifecycle: yes; (\d+) resources have the truth's "
-                      r"lifecycle and its bill", result.stdout)
+    found = re.search(
+        r"Statements of (\d{4}-\d{2}) with a demo price list: (\d+) resources billed, total "
+        r"([0-9.]+) EUR; (\d+) with the truth's lifecycle billed exactly the truth's amounts; "
+        r"(\d+) learnt a change at a sync's poll, off by ([0-9.]+) EUR in all \(bound "
+        r"([0-9.]+) EUR\), longest disagreement (\d+) s outside transitions\n  every amount "
+        r"follows the rule "
+        r"\(exact where the lifecycle is the truth's, bounded elsewhere\): yes",
+        result.stdout)
     assert found, result.stdout
-    billed, same = int(found[2]), int(found[4])
-    assert billed > 20 and same > billed // 2
-    assert float(found[3]) > 0
+    billed, exact, bounded = int(found[2]), int(found[4]), int(found[5])
+    assert billed > 20 and Decimal(found[3]) > 0
+    assert exact > 0  # the exact comparison compared something
+    assert exact + bounded >= billed  # every billed resource was compared
+    assert Decimal(found[6]) <= Decimal(found[7])
+    assert int(found[8]) <= TOLERANCE_S

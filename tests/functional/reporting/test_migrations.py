@@ -181,6 +181,90 @@ def test_0006_downgrade_keeps_an_edited_seed(empty_db_url: str, edit: Any) -> No
     assert lb_schema(empty_db_url) == edited
 
 
+_HUGE = "12345678901234567890123456789.25"  # 29 digits before the point
+
+
+def _store_amount(url: str, amount: str) -> None:
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO closed_resource_amounts (cloud, period, project_id, resource_type, "
+            "resource_id, amount) VALUES ('c1', '2026-10', 'p1', 'image', :r, :a)"),
+            {"r": f"i-{amount}", "a": amount})
+    engine.dispose()
+
+
+def _amounts(url: str) -> list[str]:
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT CAST(amount AS TEXT) FROM closed_resource_amounts"))
+        found = [row[0] for row in rows]
+    engine.dispose()
+    return found
+
+
+def test_0013_stores_any_amount_and_its_downgrade_loses_none(empty_db_url: str) -> None:
+    migrations.upgrade(empty_db_url, "0012_rejected_filed_key")
+    _store_amount(empty_db_url, "1.25")
+    migrations.upgrade(empty_db_url, "0013_billing_unbounded_money")
+    _store_amount(empty_db_url, _HUGE)  # NUMERIC(18,2) would overflow here
+    assert sorted(_amounts(empty_db_url)) == sorted(["1.25", _HUGE])
+    if empty_db_url.startswith("sqlite"):
+        # decimal text, no bound: nothing to change either way
+        migrations.downgrade(empty_db_url, "0012_rejected_filed_key")
+        assert sorted(_amounts(empty_db_url)) == sorted(["1.25", _HUGE])
+        return
+    with pytest.raises(RuntimeError, match="1 row.* of closed_resource_amounts hold an amount"):
+        migrations.downgrade(empty_db_url, "0012_rejected_filed_key")
+    assert migrations.current(empty_db_url) == ("0013_billing_unbounded_money",)
+    assert sorted(_amounts(empty_db_url)) == sorted(["1.25", _HUGE])
+    engine = sa.create_engine(empty_db_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM closed_resource_amounts WHERE amount > 100"))
+    engine.dispose()
+    migrations.downgrade(empty_db_url, "0012_rejected_filed_key")
+    assert _amounts(empty_db_url) == ["1.25"]
+
+
+def test_0014_gives_each_closed_period_the_currency_its_close_used(empty_db_url: str) -> None:
+    migrations.upgrade(empty_db_url, "0013_billing_unbounded_money")
+    engine = sa.create_engine(empty_db_url)
+    with engine.begin() as conn:
+        for name, created in (("c2", dt.datetime(2026, 9, 15)),
+                              ("default", dt.datetime(2026, 10, 1))):
+            conn.execute(sa.text(
+                "INSERT INTO price_list_versions (name, number, effective_from, currency, "
+                "document, created_at, created_by) VALUES (:n, 1, :e, 'EUR', '{}', :c, 't')"),
+                {"n": name, "e": dt.datetime(2026, 8, 1), "c": created})
+        for cloud, period, closed_at in (("c1", "2026-08", dt.datetime(2026, 9, 20)),
+                                         ("c2", "2026-08", dt.datetime(2026, 9, 20)),
+                                         ("c1", "2026-09", dt.datetime(2026, 10, 15))):
+            conn.execute(sa.text(
+                "INSERT INTO billing_periods (cloud, period, status, closed_at, closed_by, "
+                "cutoff_seq) VALUES (:cloud, :period, 'closed', :at, 't', 0)"),
+                {"cloud": cloud, "period": period, "at": closed_at})
+    engine.dispose()
+
+    def currencies() -> dict[tuple[str, str], Any]:
+        engine = sa.create_engine(empty_db_url)
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT cloud, period, currency FROM billing_periods"))
+            found = {(r.cloud, r.period): r.currency for r in rows}
+        engine.dispose()
+        return found
+
+    migrations.upgrade(empty_db_url, "0014_period_currency")
+    # c1 in August: no version of c1 or default existed at its close (c2's is not its)
+    assert currencies() == {("c1", "2026-08"): None, ("c2", "2026-08"): "EUR",
+                            ("c1", "2026-09"): "EUR"}
+    migrations.downgrade(empty_db_url, "0013_billing_unbounded_money")
+    engine = sa.create_engine(empty_db_url)
+    assert "currency" not in {c["name"] for c in sa.inspect(engine).get_columns("billing_periods")}
+    engine.dispose()
+    migrations.upgrade(empty_db_url, "0014_period_currency")
+    assert currencies()[("c2", "2026-08")] == "EUR"
+
+
 def _manage(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "reporting.cmd.manage", "--config-file", str(config), *args],
