@@ -387,6 +387,7 @@ class Demo:
         Where it does not (a sync books what no notification said at its poll instant;
         with loss, what a lost notification said), the resource is counted and shown."""
         from reporting.billing import periods
+        from reporting.clock import utcnow
         from simcloud.billing_check import DEMO_PRICES, bill, tally_lifecycle, truth_lifecycles
 
         headers = {"Authorization": f"Bearer {self.admin_token}"}
@@ -395,8 +396,7 @@ class Demo:
         response.raise_for_status()
         period = periods.containing(self.sim.world.config.start.replace(tzinfo=None))
         period_start, period_end = periods.parse(period)
-        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        end = min(period_end, now)
+        end = min(period_end, utcnow())
         truth = truth_lifecycles(self.sim.world, period_start, end,
                                  self.end.replace(tzinfo=None))
         billed: dict[tuple[str, str], dict[str, Decimal]] = {}

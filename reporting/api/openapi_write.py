@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mapping.event import MAX_BATCH
 from reporting.api.openapi_doc import (
     INSTANT,
     NULLABLE_INSTANT,
@@ -166,7 +167,7 @@ SCHEMAS: dict[str, Any] = {
         "additionalProperties": False,
         "required": ["events"],
         "properties": {"events": {
-            "type": "array", "maxItems": 1000,
+            "type": "array", "maxItems": MAX_BATCH,
             "items": {"description": "A canonical event; an item that fails the event or "
                       "size schema is rejected and dead-lettered, not refused.",
                       "anyOf": [ref("CanonicalEvent"), {}]},
@@ -179,7 +180,7 @@ SCHEMAS: dict[str, Any] = {
         "type": "object",
         "additionalProperties": False,
         "required": ["ids"],
-        "properties": {"ids": {"type": "array", "minItems": 1, "maxItems": 1000,
+        "properties": {"ids": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH,
                                "items": INT64}},
     },
     "ReplayResult": _REPLAY_RESULT,
@@ -218,7 +219,7 @@ def write_paths() -> dict[str, Any]:
         "/v1/events": {"post": {
             "tags": ["ingest"], "operationId": "postEvents",
             "summary": "Store a batch of canonical events (role ingest).",
-            "description": "At most 1000 events; one result per item, in order. Dedupe on "
+            "description": f"At most {MAX_BATCH} events; one result per item, in order. Dedupe on "
             "event_id; an invalid item is rejected and kept in the dead letter.",
             "requestBody": _request("IngestRequest"),
             "responses": {"200": json_body(ref("IngestResult"), "One result per item."),

@@ -70,6 +70,20 @@ def test_a_check_all_batch_finds_the_one_unstorable_item() -> None:
         "event_schema: a string holds NUL or an unpaired surrogate, or a number is not finite")
 
 
+def test_the_storable_walk_is_the_callers_explicit_choice() -> None:
+    """``check`` walks an item for what no column stores unless its caller says it
+    already did (``check_all`` for its whole batch); no flag lives on the validator."""
+    unstorable_item = item(resource_id="x\x00")
+    checker = validator()
+    state = dict(vars(checker))
+    assert isinstance(checker.check(unstorable_item), str)
+    assert isinstance(checker.check(unstorable_item, known_storable=True), ValidEvent)
+    assert isinstance(checker.check_all([item(), unstorable_item])[1], str)
+    assert isinstance(checker.check_all([item()])[0], ValidEvent)
+    assert vars(checker).keys() == state.keys()
+    assert isinstance(checker.check(unstorable_item), str)
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [("ok", False), ("a\x00b", True), ("\ud800", True), ("\\u0000 is text", False),
