@@ -9,35 +9,13 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
 
-from oslo_config import cfg, types
+from oslo_config import cfg
 
 
 class ConfigError(Exception):
     """A configuration the command cannot run with; main() prints it as one line."""
-
-
-# Environment variables that override an option: name -> (group, option, parser).
-ENV_ALIASES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
-    "TALLY_INGEST_REQUIRE_SIZE_SCHEMA": ("ingest", "require_size_schema", types.Boolean()),
-}
-
-
-def apply_env_aliases(conf: cfg.ConfigOpts, environ: Mapping[str, str]) -> None:
-    """Override options from their environment aliases; a malformed value is a ConfigError."""
-    for variable, (group, name, parse) in ENV_ALIASES.items():
-        raw = environ.get(variable)
-        if raw is None:
-            continue
-        try:
-            value = parse(raw)
-        except ValueError:
-            raise ConfigError(
-                f"environment variable {variable}={raw!r} is not a valid value for [{group}] {name}"
-            ) from None
-        conf.set_override(name, value, group=group)
 
 
 def _check_values(conf: cfg.ConfigOpts) -> None:
@@ -63,7 +41,9 @@ def load_conf(
     environ: Mapping[str, str] | None = None,
 ) -> cfg.ConfigOpts:
     """Parse the command line and config files into a ConfigOpts with every reporting
-    option registered, apply the environment aliases and check every value."""
+    option registered, apply the environment aliases (``mapping.env_aliases``; the
+    process's environment unless ``environ`` is given) and check every value."""
+    from mapping.env_aliases import EnvAliasError, apply_env_aliases
     from reporting import opts
 
     conf = cfg.ConfigOpts()
@@ -78,7 +58,10 @@ def load_conf(
         )
     except cfg.Error as exc:
         raise ConfigError(str(exc).splitlines()[0]) from None
-    apply_env_aliases(conf, os.environ if environ is None else environ)
+    try:
+        apply_env_aliases(conf, os.environ if environ is None else environ)
+    except EnvAliasError as exc:
+        raise ConfigError(str(exc)) from None
     _check_values(conf)
     check_settings(conf, prog)
     return conf

@@ -13,7 +13,6 @@ beyond that cloud's own clock (``clock_url``) is refused the same way, before an
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -133,12 +132,6 @@ def _describe(cloud: str, response: requests.Response, base_url: str,
 
 
 def run(conf: cfg.ConfigOpts) -> int:
-    from reporting.sync.options import SyncConfigError, apply_env_aliases
-
-    try:
-        apply_env_aliases(conf, os.environ)
-    except SyncConfigError as exc:
-        raise ConfigError(str(exc)) from None
     at = None
     if conf.at:
         try:
