@@ -33,6 +33,7 @@ from oslo_config import cfg
 from werkzeug.serving import make_server
 
 from mapping.event import format_timestamp
+from mapping.logs import command_line_logging
 
 LOG = logging.getLogger("tally-demo")
 
@@ -475,10 +476,12 @@ def main(argv: list[str] | None = None) -> int:
     # oslo.service (pulled in by the oslo libraries) imports eventlet, which warns
     # on import; nothing here runs on eventlet.
     warnings.filterwarnings("ignore", message=r"(?s).*Eventlet is deprecated")
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # The summary is the demo's output (stdout); its log goes to stderr, errors only
+    # unless --verbose.
+    command_line_logging("tally-demo", debug=False, to_stderr=True)
     if not args.verbose:  # werkzeug logs every request at INFO unless told otherwise
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        for name in ("", "werkzeug"):
+            logging.getLogger(name).setLevel(logging.ERROR)
     demo = Demo(args)
     try:
         print(f"tally-demo: preparing {args.workdir} ...", flush=True)

@@ -25,7 +25,7 @@ from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
 from mapping.config_check import redact_url
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from mapping.token_file import TokenFileError, read_token_file
-from reporting.cmd import ConfigError, load_conf
+from reporting.cmd import ConfigError, load_conf, setup_logging
 from reporting.sync.stats import describe_deferred
 
 if TYPE_CHECKING:
@@ -169,6 +169,7 @@ def run(conf: cfg.ConfigOpts) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         conf = load_conf(argv, prog=PROG, cli_opts=cli_opts)
+        setup_logging(conf, PROG, to_stderr=True)
         return run(conf)
     except ConfigError as exc:
         print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
