@@ -3,10 +3,8 @@ database is unavailable, and dead-letter replays counted apart from arrivals."""
 
 from __future__ import annotations
 
-import io
 import logging
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,13 +12,12 @@ from pathlib import Path
 import pytest
 import requests
 from flask.testing import FlaskClient
-from oslo_config import cfg
-from oslo_log import formatters, log
 from prometheus_client.parser import text_string_to_metric_families
 
 from reporting import wsgi
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY
+from tests.oslo_log_lines import messages, oslo_log_lines
 from tests.unit.reporting.fixtures import ConfFactory, auth, start_server, write_config
 
 
@@ -62,7 +59,7 @@ def test_tally_reporting_names_what_it_uses_at_start(pg_migrated_database: str,
     server.stop()
     log = server.log.read_text()
     # oslo.log's lines: "<date> <time> <pid> INFO <logger> [<context>] <message>"
-    lines = re.findall(r" INFO __main__ \[[^\]]*\] (.*)", log)
+    lines = messages([line for line in log.splitlines() if " INFO __main__ " in line])
     assert lines[:3] == [f"database: {url.replace('s3cret', '***')}",
                          f"clouds file: {clouds}",
                          f"OpenStack clouds.yaml: {clouds_yaml} (OS_CLIENT_CONFIG_FILE)"], log
@@ -124,23 +121,15 @@ def test_an_unreachable_database_is_logged_with_its_reason_once(
         make_conf: ConfFactory) -> None:
     """Through oslo.log's formatter (the service's): it adds the exception being handled
     to a WARNING or ERROR logged inside an except block, which would say it twice."""
-    conf = cfg.ConfigOpts()
-    log.register_options(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(formatters.ContextFormatter(project="tally", version="", config=conf))
-    logger = logging.getLogger("reporting.api")
-    logger.addHandler(handler)
     app = create_app(make_conf("postgresql+psycopg://postgres@127.0.0.1:1/none"))
     try:
-        assert app.test_client().get("/v1/resources", headers=auth("read")).status_code == 503
-        assert app.test_client().get("/readyz").status_code == 503
+        with oslo_log_lines("reporting.api") as formatted:
+            assert app.test_client().get("/v1/resources", headers=auth("read")).status_code \
+                == 503
+            assert app.test_client().get("/readyz").status_code == 503
     finally:
-        logger.removeHandler(handler)
         app.extensions[ENGINE_KEY].dispose()
-    lines = re.findall(r"(?m)^\S+ \S+ \d+ \w+ reporting\.api\.\w+ \[[^\]]*\] (.*)$",
-                       stream.getvalue())
+    lines = messages(formatted)
     assert len(lines) == 2, lines
     assert lines[0].startswith("database unavailable: OperationalError: "), lines
     assert lines[1].startswith("readyz: database unreachable: OperationalError: "), lines

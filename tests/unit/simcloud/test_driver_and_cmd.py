@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -14,6 +13,7 @@ from simcloud import cmd, driver
 from simcloud.config import WorldConfig
 from simcloud.server import running_simcloud
 from simcloud.world import World
+from tests.oslo_log_lines import messages
 
 REPORTING = "http://reporting.invalid:8779"
 
@@ -62,8 +62,8 @@ def test_drive_command_exit_code(tmp_path, capsys: pytest.CaptureFixture[str]) -
                 "--until", "2026-11-01T03:00:00Z"]
         assert cmd.main(args) == 0
         # At start it names what it drives and the API it syncs, in oslo.log's lines.
-        # ("[-]", or the request context oslo_context holds for this thread)
-        logged = re.findall(r" INFO simcloud \[[^\]]*\] (.*)", capsys.readouterr().out)
+        logged = messages([line for line in capsys.readouterr().out.splitlines()
+                           if " INFO simcloud " in line])
         assert logged[:2] == [
             f"simulated cloud: {sim.base_url} (clock at 2026-11-01T00:00:00.000000Z); driving "
             "it to 2026-11-01T03:00:00.000000Z in steps of 3600s",
