@@ -22,6 +22,7 @@ from reporting.api.openapi_doc import (
     query,
     ref,
 )
+from reporting.validation import MAX_REASON_LEN
 
 # Row ids are BIGINT.
 INT64 = {"type": "integer", "format": "int64", "minimum": -(2**63), "maximum": 2**63 - 1}
@@ -77,7 +78,7 @@ _FILE_REQUEST = {
     "additionalProperties": False,
     "required": ["items"],
     "properties": {"items": {
-        "type": "array", "minItems": 1, "maxItems": 1000,
+        "type": "array", "minItems": 1, "maxItems": MAX_BATCH,
         "items": {
             "type": "object",
             "additionalProperties": False,
@@ -88,7 +89,7 @@ _FILE_REQUEST = {
                         "every retry; a key filed before files nothing."},
                 "raw": {"type": "string", "minLength": 1,
                         "description": "The item's text as it was parked."},
-                "reason": {"type": "string", "minLength": 1, "maxLength": 1000,
+                "reason": {"type": "string", "minLength": 1, "maxLength": MAX_REASON_LEN,
                            "pattern": "^[^\\u0000]*$",
                            "description": "Why it was parked (no NUL, no unpaired "
                            "surrogate); stored as 'parked: <reason>'."},
@@ -241,7 +242,7 @@ def write_paths() -> dict[str, Any]:
         }, "post": {
             "tags": ["dead letter"], "operationId": "fileRejectedEvents",
             "summary": "File items a collector parked into the dead letter (role ingest).",
-            "description": "At most 1000 items, each under the client's key: a key "
+            "description": f"At most {MAX_BATCH} items, each under the client's key: a key "
             "filed before answers duplicate and files nothing. Answered once committed.",
             "requestBody": _request("FileRejectedRequest"),
             "responses": {"200": json_body(ref("FileRejectedResult"), "One result per item."),

@@ -44,6 +44,7 @@ def test_the_wire_limit_is_the_one_every_side_uses() -> None:
     assert batch_size.default == batch_size.type.max == MAX_BATCH
     assert SCHEMAS["IngestRequest"]["properties"]["events"]["maxItems"] == MAX_BATCH
     assert SCHEMAS["ReplayRequest"]["properties"]["ids"]["maxItems"] == MAX_BATCH
+    assert SCHEMAS["FileRejectedRequest"]["properties"]["items"]["maxItems"] == MAX_BATCH
     literal = re.compile(r"\b1000\b")
     assert not literal.search((REPO_ROOT / "reporting/api/openapi_write.py").read_text())
 
