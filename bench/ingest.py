@@ -52,9 +52,10 @@ from typing import Any
 import requests
 import sqlalchemy as sa
 
+from reporting.clock import utcnow
 from reporting.db import migrations
 from reporting.db.engine import make_engine, make_sessionmaker
-from reporting.ingest import ingest_events
+from reporting.ingest import ingest
 
 BATCH = 1000
 T0 = dt.datetime(2026, 1, 1)
@@ -197,7 +198,7 @@ def plain_insert(url: str, events: list[dict[str, Any]]) -> float:
     from sqlalchemy.dialects import postgresql
 
     stmt = postgresql.insert(table).on_conflict_do_nothing(index_elements=["event_id"])
-    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    now = utcnow()
     rows = [
         {**{k: v for k, v in e.items() if k != "timestamp"},
          "timestamp": dt.datetime.fromisoformat(e["timestamp"][:-1]), "received_at": now}
@@ -285,12 +286,12 @@ class LateFold:
                 "payload": {"state": "active"},
             }
 
-        ingest_events(self.factory,
+        ingest(self.factory,
                       [item(n, base + dt.timedelta(minutes=n)) for n in range(self.history)],
                       require_size_schema=False)
         late = item(self.history, base + dt.timedelta(seconds=30))  # between the 1st and 2nd
         start = time.perf_counter()
-        (result,) = ingest_events(self.factory, [late], require_size_schema=False)
+        (result,) = ingest(self.factory, [late], require_size_schema=False)
         self.costs.append(time.perf_counter() - start)
         if result.status != "stored":
             raise SystemExit(f"late event not stored: {result}")

@@ -86,7 +86,7 @@ def _booking_timed() -> Iterator[dict[str, float]]:
     from reporting.sync import runner
 
     totals = {"calls": 0, "items": 0, "seconds": 0.0}
-    ingest = runner.ingest_events
+    ingest = runner.ingest
 
     def timed(factory: Any, items: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
@@ -97,11 +97,11 @@ def _booking_timed() -> Iterator[dict[str, float]]:
             totals["calls"] += 1
             totals["items"] += len(items)
 
-    runner.ingest_events = timed
+    runner.ingest = timed
     try:
         yield totals
     finally:
-        runner.ingest_events = ingest
+        runner.ingest = ingest
 
 
 def main() -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import signal
 import sys
 import threading
@@ -32,21 +33,23 @@ def main(argv: list[str] | None = None) -> int:
     quiet_eventlet_warning()
     import oslo_messaging
     from oslo_config import cfg
-    from oslo_log import log
 
     from collector import opts
     from collector.errors import ConfigurationError
+    from mapping import logs
     from mapping.config_check import UnknownSettingError, check_config_files, redact_url
+    from mapping.env_aliases import EnvAliasError, apply_env_aliases
 
     conf = cfg.ConfigOpts()
     opts.register_opts(conf)
-    log.register_options(conf)
+    logs.register_options(conf)
     try:
         conf(sys.argv[1:] if argv is None else argv, project="tally", prog=PROG)
+        apply_env_aliases(conf, os.environ)
         # Tally's own sections now; the library sections once the transport loaded
         # the driver that registers their options.
         check_config_files(conf, lenient=(), only=("collector",))
-        log.setup(conf, PROG)
+        logs.setup(conf, PROG)
         from collector.service import Collector  # after logging is set up
 
         collector = Collector(conf)
@@ -73,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         gc.collect()
         gc.freeze()
         collector.start()
-    except (cfg.Error, ConfigurationError, UnknownSettingError,
+    except (cfg.Error, ConfigurationError, UnknownSettingError, EnvAliasError,
             oslo_messaging.InvalidTransportURL) as exc:
         print(f"{PROG}: configuration error: {_one_line(exc)}", file=sys.stderr)
         return 2

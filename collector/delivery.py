@@ -32,11 +32,11 @@ from collector.buffer import BufferedEvent, EventBuffer
 from collector.errors import ConfigurationError
 from collector.metrics import CollectorMetrics
 from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
+from mapping.event import MAX_BATCH
 from mapping.token_file import TokenFileError, read_token_file
 
 LOG = logging.getLogger(__name__)
 
-MAX_BATCH = 1000
 ANSWERED = ("stored", "duplicate", "rejected")
 
 OPTS = [

@@ -82,9 +82,10 @@ _FULL_BUFFER_POLL_S = 0.5
 _REQUEUE_BASE_DELAY_S = 0.2
 
 
-def resolve_cloud(conf: cfg.ConfigOpts, environ: Mapping[str, str]) -> str:
-    """The cloud name: TALLY_OSC_CLOUD, else ``[collector] cloud``.  Raises when unset."""
-    cloud = environ.get("TALLY_OSC_CLOUD") or conf.collector.cloud
+def resolve_cloud(conf: cfg.ConfigOpts) -> str:
+    """The cloud name, ``[collector] cloud`` (or its alias TALLY_OSC_CLOUD, applied with
+    the configuration).  Raises when unset."""
+    cloud = conf.collector.cloud
     if not cloud:
         raise ConfigurationError(
             "no cloud name: set [collector] cloud or the TALLY_OSC_CLOUD environment variable")

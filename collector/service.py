@@ -4,9 +4,7 @@ metrics."""
 from __future__ import annotations
 
 import logging
-import os
 import threading
-from collections.abc import Mapping
 
 import oslo_messaging
 from oslo_config import cfg
@@ -50,10 +48,9 @@ class Collector:
         self,
         conf: cfg.ConfigOpts,
         transport: oslo_messaging.Transport | None = None,
-        environ: Mapping[str, str] = os.environ,
     ) -> None:
         self.conf = conf
-        self.cloud = resolve_cloud(conf, environ)
+        self.cloud = resolve_cloud(conf)
         bind = parse_bind(conf.collector.metrics_bind)
         self.metrics = CollectorMetrics()
         self.buffer = EventBuffer.from_conf(conf)

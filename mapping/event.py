@@ -1,4 +1,5 @@
-"""The canonical event: its JSON Schema, the verb rule, timestamps and ids.
+"""The canonical event: its JSON Schema, the verb rule, timestamps, ids, the identity
+of a resource and the most events one request carries.
 
 Documented for operators in docs/canonical-event.md.
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
-from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 PLATFORM_OPENSTACK: Final = "openstack"
@@ -41,6 +41,14 @@ def route_problem(value: str) -> str | None:
     if "/" in value:
         return "must not hold '/' (no route could serve it)"
     return None
+
+
+# The wire limit: the most events one POST /v1/events carries.  The API refuses a
+# larger batch (413) and the collector never sends one.
+MAX_BATCH: Final = 1000
+
+# The identity of the resource an event is about.
+ResourceKey = tuple[str, str, str, str]  # (platform, cloud, resource_type, resource_id)
 
 # RFC 3339 date-time with a mandatory offset and at most microseconds.
 _RFC3339 = re.compile(
@@ -174,13 +182,3 @@ def correction_event_id(
 ) -> str:
     """Deterministic id of a reconciliation correction (``action``: create/update/delete)."""
     return _uuid5("correction", sync_run_id, platform, cloud, resource_type, resource_id, action)
-
-
-def resource_key(event: Mapping[str, Any]) -> tuple[str, str, str, str]:
-    """The identity of the resource an event is about."""
-    return (
-        str(event["platform"]),
-        str(event["cloud"]),
-        str(event["resource_type"]),
-        str(event["resource_id"]),
-    )

@@ -1,6 +1,7 @@
 """The one ingest path (docs/reporting-api.md): validate, dead-letter, dedupe, store, fold.
 
-``POST /v1/events`` and reconciliation's corrections both call ``ingest_events``.
+``POST /v1/events``, reconciliation's corrections and dead-letter replays all call
+``ingest``.
 Every accepted event is inserted with ``INSERT ... ON CONFLICT (event_id) DO
 NOTHING`` and folded into the projection in the same transaction, so concurrent
 requests, workers and replicas store an event exactly once and a retried batch is
@@ -20,14 +21,14 @@ from typing import Any, Literal, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
+from mapping.event import MAX_BATCH as MAX_BATCH  # re-exported: the dead letter imports it here
 from reporting import fold, metric_labels, metrics, projection
 from reporting.billing import locks as billing_locks
+from reporting.clock import utcnow
 from reporting.db import writes
 from reporting.validation import ValidEvent, exact_text, load_validator, storable_copy
 
 LOG = logging.getLogger(__name__)
-
-MAX_BATCH = 1000
 
 # A transaction the database aborted for a reason a retry cures (SQLite's busy
 # writer, a PostgreSQL serialization failure) runs again whole.
@@ -52,11 +53,6 @@ class _Rejected:
     reason: str
 
 
-def utcnow() -> dt.datetime:
-    """Now as naive UTC, the form every instant takes in the database."""
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
-
-
 def readable(item: Any, field: str) -> str | None:
     value = item.get(field) if isinstance(item, dict) else None
     if not isinstance(value, str):
@@ -64,29 +60,21 @@ def readable(item: Any, field: str) -> str | None:
     return storable_copy(value)[:255]
 
 
-def ingest_events(
-    factory: sessionmaker[Session], items: Sequence[Any], *, require_size_schema: bool,
-    known_clouds: frozenset[str] | None = None,
-) -> list[ItemResult]:
-    """Ingest ``items`` (raw decoded JSON values) and answer one result per item, in order.
-
-    A refused item is kept in ``rejected_events`` with its reason.  ``known_clouds``
-    (the clouds file's names, None: any cloud) refuses an event of another cloud.
-    """
-    return ingest(factory, items, require_size_schema=require_size_schema, dead_letter=True,
-                  known_clouds=known_clouds)
-
-
 def ingest(
     factory: sessionmaker[Session],
     items: Sequence[Any],
     *,
     require_size_schema: bool,
-    dead_letter: bool,
+    dead_letter: bool = True,
     known_clouds: frozenset[str] | None = None,
 ) -> list[ItemResult]:
-    """``ingest_events``; with ``dead_letter=False`` a refused item is only reported
-    (a dead-letter replay must not file a second copy of a row that still fails)."""
+    """Ingest ``items`` (raw decoded JSON values) and answer one result per item, in order.
+
+    A refused item is kept in ``rejected_events`` with its reason; with
+    ``dead_letter=False`` it is only reported (a dead-letter replay must not file a
+    second copy of a row that still fails).  ``known_clouds`` (the clouds file's
+    names, None: any cloud) refuses an event of another cloud.
+    """
     checked, valid, stored = retried(factory, lambda: _check_and_store(
         factory, items, require_size_schema=require_size_schema,
         dead_letter=dead_letter, known_clouds=known_clouds))

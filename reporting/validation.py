@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from mapping.event import (
     EVENT_SCHEMA,
     PATH_FIELDS,
+    ResourceKey,
     TimestampError,
     parse_timestamp,
     route_problem,
@@ -101,7 +102,7 @@ class ValidEvent:
     payload: dict[str, Any]
 
     @property
-    def resource_key(self) -> tuple[str, str, str, str]:
+    def resource_key(self) -> ResourceKey:
         return (self.platform, self.cloud, self.resource_type, self.resource_id)
 
     def row(self, received_at: dt.datetime) -> dict[str, Any]:
@@ -204,28 +205,27 @@ class ItemValidator:
         self._names = dict(size_names)
         self._require = require_size_schema
         self._checks: dict[SchemaKey, _SchemaCheck] = {}
-        self._check_storable = True
 
     def check_all(self, items: Sequence[Any]) -> list[ValidEvent | str]:
         """``check`` of every item; one walk of the batch rules out unstorable strings
         for all of them in the common case."""
-        self._check_storable = unstorable(list(items))
-        try:
-            return [self.check(item) for item in items]
-        finally:
-            self._check_storable = True
+        batch_storable = not unstorable(list(items))
+        return [self.check(item, known_storable=batch_storable) for item in items]
 
     def _size_check(self, key: SchemaKey) -> _SchemaCheck:
         if key not in self._checks:
             self._checks[key] = _SchemaCheck(self._schemas[key])
         return self._checks[key]
 
-    def check(self, item: Any) -> ValidEvent | str:
-        """The stored form of ``item``, or the reason it is refused."""
+    def check(self, item: Any, *, known_storable: bool = False) -> ValidEvent | str:
+        """The stored form of ``item``, or the reason it is refused.
+
+        ``known_storable``: the caller has found ``item`` free of what no column
+        stores (``unstorable``), so that walk is not repeated."""
         error = _EVENT_CHECK.first_error(item)
         if error is not None:
             return _clip(f"event_schema: {error[0]}: {error[1]}")
-        if self._check_storable and unstorable(item):
+        if not known_storable and unstorable(item):
             return ("event_schema: a string holds NUL or an unpaired surrogate, "
                     "or a number is not finite")
         for field in PATH_FIELDS:

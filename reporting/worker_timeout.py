@@ -9,19 +9,13 @@ the middle of a run and the caller sees a dropped connection instead of the outc
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-
 from oslo_config import cfg
-
-from reporting.sync.options import apply_env_aliases
 
 SYNC_MARGIN_S = 15.0
 
 
-def timeout_problem(conf: cfg.ConfigOpts, environ: Mapping[str, str] = os.environ) -> str | None:
+def timeout_problem(conf: cfg.ConfigOpts) -> str | None:
     """Why ``[api] timeout`` cannot hold a sync run, or None."""
-    apply_env_aliases(conf, environ)  # TALLY_REPORTING_SYNC_BUDGET_S counts
     budget = float(conf.sync.budget_s)
     if conf.api.timeout >= budget + SYNC_MARGIN_S:
         return None

@@ -14,19 +14,19 @@ from typing import Any
 
 from flask import Flask
 
-from reporting.cmd import ConfigError, check_settings, load_conf, quiet_alembic, require_database
+from reporting.cmd import ConfigError, check_settings, load_conf, require_database, setup_logging
 
 PROG = "tally-reporting-wsgi"
 LOG = logging.getLogger(__name__)
 
 
 def load_application(environ: dict[str, str] | None = None) -> Flask:
-    quiet_alembic()
     env = dict(os.environ if environ is None else environ)
     path = env.get("TALLY_CONFIG_FILE")
     if not path:
         raise ConfigError("TALLY_CONFIG_FILE must name the configuration file")
     conf = load_conf([], prog=PROG, config_files=[path], environ=env)
+    setup_logging(conf, PROG)
     database = require_database(conf)
     from reporting.app import create_app
 

@@ -22,6 +22,7 @@ import requests
 import yaml
 
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
+from mapping.logs import command_line_logging
 from simcloud import driver
 from simcloud.config import STOCK_EXCHANGES, ConfigError, WorldConfig
 from simcloud.listening import ListenError, format_bind, listen
@@ -113,8 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     # oslo.messaging imports eventlet, which warns in nine lines on every start.
     warnings.filterwarnings("ignore", message=r"(?s)\s*Eventlet is deprecated")
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    command_line_logging("tally-simcloud", debug=args.debug)
     if args.command == "drive":
         return _drive(args)
     return _serve(args)

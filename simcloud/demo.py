@@ -32,6 +32,7 @@ from oslo_config import cfg
 from werkzeug.serving import make_server
 
 from mapping.event import format_timestamp
+from mapping.logs import command_line_logging
 
 LOG = logging.getLogger("tally-demo")
 
@@ -389,6 +390,7 @@ class Demo:
         or the next run when it defers it as recent; a resource in transition waits),
         and the amounts by at most the price × those stretches (plus rounding)."""
         from reporting.billing import periods
+        from reporting.clock import utcnow
         from simcloud.billing_check import DEMO_PRICES, check_month
 
         headers = {"Authorization": f"Bearer {self.admin_token}"}
@@ -397,7 +399,7 @@ class Demo:
         response.raise_for_status()
         period = periods.containing(self.sim.world.config.start.replace(tzinfo=None))
         period_start, period_end = periods.parse(period)
-        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        now = utcnow()
         tolerance = 2 * dt.timedelta(minutes=self.args.sync_every_min) + SETTLE
         check = check_month(self._get, self.args.cloud, self.sim.world, period, period_start,
                             min(period_end, now), self.end.replace(tzinfo=None), tolerance)
@@ -439,10 +441,12 @@ def main(argv: list[str] | None = None) -> int:
     # oslo.service (pulled in by the oslo libraries) imports eventlet, which warns
     # on import; nothing here runs on eventlet.
     warnings.filterwarnings("ignore", message=r"(?s).*Eventlet is deprecated")
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # The summary is the demo's output (stdout); its log goes to stderr, errors only
+    # unless --verbose.
+    command_line_logging("tally-demo", debug=False, to_stderr=True)
     if not args.verbose:  # werkzeug logs every request at INFO unless told otherwise
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        for name in ("", "werkzeug"):
+            logging.getLogger(name).setLevel(logging.ERROR)
     demo = Demo(args)
     try:
         print(f"tally-demo: preparing {args.workdir} ...", flush=True)

@@ -129,3 +129,23 @@ def rabbit_url() -> str:
     url = os.environ.get("TALLY_TEST_RABBIT_URL", DEFAULT_RABBIT_URL)
     _require_tcp(url.replace("rabbit://", "amqp://"), 5672, "RabbitMQ")
     return url
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """A command's main() run in the test process sets up oslo.log (mapping.logs): its
+    handler writes to the stream the test captured, and it replaces sys.excepthook.
+    Undone after each test, so a later test's records never reach a closed stream."""
+    import logging
+    import sys
+
+    root = logging.getLogger()
+    handlers, level, excepthook = list(root.handlers), root.level, sys.excepthook
+    yield
+    for handler in list(root.handlers):
+        # pytest's own capture handlers come and go with each phase of the test.
+        if handler not in handlers and not type(handler).__module__.startswith("_pytest"):
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(level)
+    sys.excepthook = excepthook

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, Response, jsonify
+from flask import Flask, Response, g, jsonify
 from sqlalchemy import exc as sa_exc
 from werkzeug.exceptions import HTTPException
 
@@ -47,9 +47,18 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(sa_exc.TimeoutError)
     def _database_unavailable(exc: Exception) -> tuple[Response, int]:
         # The database refused or dropped the connection (or the pool ran dry): a
-        # condition to retry, not a bug; the collector backs off on 503.
-        LOG.error("database unavailable: %s: %s", type(exc).__name__, database_reason(exc))
+        # condition to retry, not a bug; the collector backs off on 503.  Flask calls
+        # this handler inside its except block, where oslo.log would add the exception
+        # to the line a second time: the line is logged once the response is made.
+        g.database_unavailable = f"{type(exc).__name__}: {database_reason(exc)}"
         return error_response(503, "database_unavailable", "the database is unavailable")
+
+    @app.after_request
+    def _log_database_unavailable(response: Response) -> Response:
+        reason = g.pop("database_unavailable", None)
+        if reason is not None:
+            LOG.error("database unavailable: %s", reason)
+        return response
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> tuple[Response, int]:

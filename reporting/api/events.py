@@ -7,12 +7,13 @@ from typing import Any
 from flask import Blueprint, Flask, current_app, jsonify
 from oslo_config import cfg
 
+from mapping.event import MAX_BATCH
 from reporting.api.auth import require_role
 from reporting.api.clouds import known_clouds
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.db.session import app_sessionmaker
-from reporting.ingest import MAX_BATCH, ingest_events
+from reporting.ingest import ingest
 
 bp = Blueprint("events", __name__)
 
@@ -22,7 +23,7 @@ api_body_opts: list[cfg.Opt] = [
         default=10 * 1024 * 1024,
         min=1024,
         help="Largest request body accepted, in bytes; a larger one is answered 413. "
-        "The default leaves room for a batch of 1000 events.",
+        f"The default leaves room for a batch of {MAX_BATCH} events.",
     ),
 ]
 
@@ -61,7 +62,7 @@ def events_of(body: dict[str, Any]) -> list[Any]:
 @require_role("ingest")
 def post_events() -> Any:
     events = events_of(json_object())
-    results = ingest_events(
+    results = ingest(
         app_sessionmaker(),
         events,
         require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"],

@@ -15,12 +15,12 @@ from typing import Any
 
 from flask import Blueprint, jsonify
 
+from mapping.event import MAX_BATCH
 from reporting import dead_letter
 from reporting.api.auth import require_role
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import batch_of, json_object, strict_loads, too_deep
 from reporting.db.session import app_sessionmaker
-from reporting.ingest import MAX_BATCH
 from reporting.pagination import storable_text
 from reporting.validation import MAX_REASON_LEN
 

@@ -35,15 +35,18 @@ def readyz() -> dict[str, Any]:
     from reporting.db import migrations
 
     engine = app_engine()
+    unreachable = None
     try:
         with engine.connect() as conn:
             conn.execute(sa.text("SELECT 1"))
         at_head = migrations.is_at_head(engine)
     except SQLAlchemyError as exc:
-        # The reason goes to the operator's log, not to the caller.
-        LOG.warning("readyz: database unreachable: %s: %s", type(exc).__name__,
-                    database_reason(exc))
-        raise ApiError(503, "not_ready", "database unreachable") from None
+        unreachable = f"{type(exc).__name__}: {database_reason(exc)}"
+    if unreachable is not None:
+        # The reason goes to the operator's log, not to the caller; logged after the
+        # except block, where oslo.log would add the exception a second time.
+        LOG.warning("readyz: database unreachable: %s", unreachable)
+        raise ApiError(503, "not_ready", "database unreachable")
     if not at_head:
         raise ApiError(503, "not_ready", "database migrations are not at head")
     return {"status": "ready"}

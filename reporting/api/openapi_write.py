@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mapping.event import MAX_BATCH
 from reporting.api.openapi_doc import (
     INSTANT,
     NULLABLE_INSTANT,
@@ -21,6 +22,7 @@ from reporting.api.openapi_doc import (
     query,
     ref,
 )
+from reporting.validation import MAX_REASON_LEN
 
 # Row ids are BIGINT.
 INT64 = {"type": "integer", "format": "int64", "minimum": -(2**63), "maximum": 2**63 - 1}
@@ -76,7 +78,7 @@ _FILE_REQUEST = {
     "additionalProperties": False,
     "required": ["items"],
     "properties": {"items": {
-        "type": "array", "minItems": 1, "maxItems": 1000,
+        "type": "array", "minItems": 1, "maxItems": MAX_BATCH,
         "items": {
             "type": "object",
             "additionalProperties": False,
@@ -87,7 +89,7 @@ _FILE_REQUEST = {
                         "every retry; a key filed before files nothing."},
                 "raw": {"type": "string", "minLength": 1,
                         "description": "The item's text as it was parked."},
-                "reason": {"type": "string", "minLength": 1, "maxLength": 1000,
+                "reason": {"type": "string", "minLength": 1, "maxLength": MAX_REASON_LEN,
                            "pattern": "^[^\\u0000]*$",
                            "description": "Why it was parked (no NUL, no unpaired "
                            "surrogate); stored as 'parked: <reason>'."},
@@ -166,7 +168,7 @@ SCHEMAS: dict[str, Any] = {
         "additionalProperties": False,
         "required": ["events"],
         "properties": {"events": {
-            "type": "array", "maxItems": 1000,
+            "type": "array", "maxItems": MAX_BATCH,
             "items": {"description": "A canonical event; an item that fails the event or "
                       "size schema is rejected and dead-lettered, not refused.",
                       "anyOf": [ref("CanonicalEvent"), {}]},
@@ -179,7 +181,7 @@ SCHEMAS: dict[str, Any] = {
         "type": "object",
         "additionalProperties": False,
         "required": ["ids"],
-        "properties": {"ids": {"type": "array", "minItems": 1, "maxItems": 1000,
+        "properties": {"ids": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH,
                                "items": INT64}},
     },
     "ReplayResult": _REPLAY_RESULT,
@@ -218,7 +220,7 @@ def write_paths() -> dict[str, Any]:
         "/v1/events": {"post": {
             "tags": ["ingest"], "operationId": "postEvents",
             "summary": "Store a batch of canonical events (role ingest).",
-            "description": "At most 1000 events; one result per item, in order. Dedupe on "
+            "description": f"At most {MAX_BATCH} events; one result per item, in order. Dedupe on "
             "event_id; an invalid item is rejected and kept in the dead letter.",
             "requestBody": _request("IngestRequest"),
             "responses": {"200": json_body(ref("IngestResult"), "One result per item."),
@@ -240,7 +242,7 @@ def write_paths() -> dict[str, Any]:
         }, "post": {
             "tags": ["dead letter"], "operationId": "fileRejectedEvents",
             "summary": "File items a collector parked into the dead letter (role ingest).",
-            "description": "At most 1000 items, each under the client's key: a key "
+            "description": f"At most {MAX_BATCH} items, each under the client's key: a key "
             "filed before answers duplicate and files nothing. Answered once committed.",
             "requestBody": _request("FileRejectedRequest"),
             "responses": {"200": json_body(ref("FileRejectedResult"), "One result per item."),

@@ -19,10 +19,10 @@ from reporting.api.errors import ApiError
 from reporting.api.project_scope import require_project_read
 from reporting.billing import closing, periods, statements, versions
 from reporting.billing.pricelist import DEFAULT_LIST
+from reporting.clock import utcnow
 from reporting.db.billing_models import BillingPeriod
 from reporting.db.models import CurrentResource, ResourceInterval
 from reporting.db.session import app_sessionmaker, db_session
-from reporting.ingest import utcnow
 from reporting.queries import params
 
 bp = Blueprint("periods", __name__)

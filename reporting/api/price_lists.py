@@ -18,9 +18,9 @@ from reporting.api.jsonbody import json_object
 from reporting.api.project_scope import require_project_read
 from reporting.billing import locks, versions
 from reporting.billing.pricelist import PriceListError
+from reporting.clock import utcnow
 from reporting.db import writes
 from reporting.db.session import db_session
-from reporting.ingest import utcnow
 from reporting.queries import params
 
 bp = Blueprint("price_lists", __name__)

@@ -12,10 +12,10 @@ from mapping.event import format_timestamp
 from reporting.api.auth import require_role
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
+from reporting.clock import utcnow
 from reporting.db import writes
 from reporting.db.models import ResourceType
 from reporting.db.session import app_sessionmaker, db_session
-from reporting.ingest import utcnow
 from reporting.pagination import decode_marker, list_body, page, parse_limit
 from reporting.validation import check_size_schema, unstorable
 

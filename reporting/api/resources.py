@@ -14,7 +14,7 @@ from typing import Any
 
 from flask import Blueprint, request
 
-from mapping.event import MAX_ID_LEN, format_timestamp
+from mapping.event import MAX_ID_LEN, ResourceKey, format_timestamp
 from reporting import pagination
 from reporting.api.errors import ApiError
 from reporting.api.project_scope import requested_project, require_project_read, visible_projects
@@ -120,7 +120,7 @@ def _not_found() -> ApiError:
     return ApiError(404, "not_found", "no such resource")
 
 
-def _key(platform: str, cloud: str, resource_type: str, resource_id: str) -> queries.ResourceKey:
+def _key(platform: str, cloud: str, resource_type: str, resource_id: str) -> ResourceKey:
     key = (platform, cloud, resource_type, resource_id)
     if not all(params.storable(part) and len(part) <= MAX_ID_LEN for part in key):
         raise _not_found()  # no stored resource can have such an identity

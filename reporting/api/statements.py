@@ -21,8 +21,8 @@ from reporting.api.billing_common import period_name
 from reporting.api.errors import ApiError
 from reporting.api.project_scope import requested_project, require_project_read, visible_projects
 from reporting.billing import periods, service
+from reporting.clock import utcnow
 from reporting.db.session import db_session
-from reporting.ingest import utcnow
 from reporting.queries import params
 
 bp = Blueprint("statements", __name__)

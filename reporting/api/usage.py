@@ -15,8 +15,8 @@ from flask import Blueprint, request
 from mapping.event import format_timestamp
 from reporting import pagination
 from reporting.api.project_scope import requested_project, require_project_read, visible_projects
+from reporting.clock import utcnow
 from reporting.db.session import db_session
-from reporting.ingest import utcnow
 from reporting.queries import params, usage_store
 from reporting.queries import usage as queries
 

@@ -6,38 +6,15 @@ level: ``tally-reporting`` must set ``PROMETHEUS_MULTIPROC_DIR`` first.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
 
-from oslo_config import cfg, types
+from oslo_config import cfg
 
 
 class ConfigError(Exception):
     """A configuration the command cannot run with; main() prints it as one line."""
-
-
-# Environment variables that override an option: name -> (group, option, parser).
-ENV_ALIASES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
-    "TALLY_INGEST_REQUIRE_SIZE_SCHEMA": ("ingest", "require_size_schema", types.Boolean()),
-}
-
-
-def apply_env_aliases(conf: cfg.ConfigOpts, environ: Mapping[str, str]) -> None:
-    """Override options from their environment aliases; a malformed value is a ConfigError."""
-    for variable, (group, name, parse) in ENV_ALIASES.items():
-        raw = environ.get(variable)
-        if raw is None:
-            continue
-        try:
-            value = parse(raw)
-        except ValueError:
-            raise ConfigError(
-                f"environment variable {variable}={raw!r} is not a valid value for [{group}] {name}"
-            ) from None
-        conf.set_override(name, value, group=group)
 
 
 def _check_values(conf: cfg.ConfigOpts) -> None:
@@ -63,11 +40,17 @@ def load_conf(
     environ: Mapping[str, str] | None = None,
 ) -> cfg.ConfigOpts:
     """Parse the command line and config files into a ConfigOpts with every reporting
-    option registered, apply the environment aliases and check every value."""
+    option registered (oslo.log's too: ``setup_logging`` applies them), apply the
+    environment aliases
+    (``mapping.env_aliases``; the process's environment unless ``environ`` is given)
+    and check every value."""
+    from mapping import logs
+    from mapping.env_aliases import EnvAliasError, apply_env_aliases
     from reporting import opts
 
     conf = cfg.ConfigOpts()
     opts.register_opts(conf)
+    logs.register_options(conf)
     conf.register_cli_opts(list(cli_opts))
     try:
         conf(
@@ -78,7 +61,10 @@ def load_conf(
         )
     except cfg.Error as exc:
         raise ConfigError(str(exc).splitlines()[0]) from None
-    apply_env_aliases(conf, os.environ if environ is None else environ)
+    try:
+        apply_env_aliases(conf, os.environ if environ is None else environ)
+    except EnvAliasError as exc:
+        raise ConfigError(str(exc)) from None
     _check_values(conf)
     check_settings(conf, prog)
     return conf
@@ -120,12 +106,15 @@ def one_line(exc: BaseException) -> str:
     return first
 
 
-def quiet_alembic() -> None:
-    """Keep Alembic's INFO lines out of a serving process's log.
+def setup_logging(conf: cfg.ConfigOpts, prog: str, *, to_stderr: bool = False) -> None:
+    """oslo.log's setup (``mapping.logs``) with Alembic's INFO lines kept out.
 
-    The API never migrates (``tally-manage`` does), yet ``/readyz`` uses Alembic: on
-    its first import (the first probe of each worker, database up or not) Alembic
-    logs the setup of each of its plugins, and every probe's migration context
-    names its dialect.  Set once, when the service configures its logging, so no
-    probe depends on a level it flips itself."""
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+    The API never migrates, yet ``/readyz`` uses Alembic: on its first import (the
+    first probe of each worker, database up or not) Alembic logs the setup of each
+    of its plugins, and every probe's migration context names its dialect; and
+    ``tally-manage`` prints what a migration did in one line of its own.  Set once,
+    with the logging, so no probe depends on a level it flips itself.  ``to_stderr``:
+    a command whose stdout is its result (``mapping.logs.setup``)."""
+    from mapping import logs
+
+    logs.setup(conf, prog, to_stderr=to_stderr, quiet=("alembic",))

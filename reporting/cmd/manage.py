@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from oslo_config import cfg
 
-from reporting.cmd import ConfigError, load_conf, one_line, require_database
+from reporting.cmd import ConfigError, load_conf, one_line, require_database, setup_logging
 
 PROG = "tally-manage"
 
@@ -60,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = cfg.SubCommandOpt("command", title="commands", handler=_add_commands)
     try:
         conf = load_conf(argv, prog=PROG, cli_opts=[command])
+        setup_logging(conf, PROG, to_stderr=True)
         print(f"database: {require_database(conf)}")
         print(_run(conf))
     except ConfigError as exc:

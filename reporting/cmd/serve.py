@@ -24,8 +24,8 @@ from reporting.cmd import (
     check_settings,
     load_conf,
     one_line,
-    quiet_alembic,
     require_database,
+    setup_logging,
 )
 
 PROG = "tally-reporting"
@@ -96,11 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # script) and the processes it starts never inherit a directory removed below.
     previous_metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    quiet_alembic()
     try:
         try:
             conf = load_conf(argv, prog=PROG)
+            setup_logging(conf, PROG)
             database = require_database(conf)
             from reporting.cmd.bind import check_bind
 

@@ -13,7 +13,6 @@ beyond that cloud's own clock (``clock_url``) is refused the same way, before an
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -26,7 +25,7 @@ from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
 from mapping.config_check import redact_url
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from mapping.token_file import TokenFileError, read_token_file
-from reporting.cmd import ConfigError, load_conf
+from reporting.cmd import ConfigError, load_conf, setup_logging
 from reporting.sync.stats import describe_deferred
 
 if TYPE_CHECKING:
@@ -133,12 +132,6 @@ def _describe(cloud: str, response: requests.Response, base_url: str,
 
 
 def run(conf: cfg.ConfigOpts) -> int:
-    from reporting.sync.options import SyncConfigError, apply_env_aliases
-
-    try:
-        apply_env_aliases(conf, os.environ)
-    except SyncConfigError as exc:
-        raise ConfigError(str(exc)) from None
     at = None
     if conf.at:
         try:
@@ -176,6 +169,7 @@ def run(conf: cfg.ConfigOpts) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         conf = load_conf(argv, prog=PROG, cli_opts=cli_opts)
+        setup_logging(conf, PROG, to_stderr=True)
         return run(conf)
     except ConfigError as exc:
         print(f"{PROG}: configuration error: {exc}", file=sys.stderr)

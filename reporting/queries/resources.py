@@ -16,10 +16,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, aliased
 
+from mapping.event import ResourceKey
 from reporting.db.models import CurrentResource, Event, ResourceInterval
 from reporting.queries.scope import restrict
-
-ResourceKey = tuple[str, str, str, str]
 
 
 @dataclasses.dataclass(frozen=True)

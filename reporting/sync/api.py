@@ -12,7 +12,6 @@ from ``sync_runs``).
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import sqlalchemy as sa
@@ -28,7 +27,6 @@ from reporting.db.models import SyncRun
 from reporting.db.session import SESSIONMAKER_KEY, db_session
 from reporting.queries import params
 from reporting.sync.clouds import load_clouds_file
-from reporting.sync.options import apply_env_aliases
 from reporting.sync.runner import CloudBusy, SyncService, UnknownCloud
 from reporting.sync.told_instant import ClockUnreadable, ToldInstantRefused, check_told_instant
 
@@ -42,7 +40,6 @@ LOG = logging.getLogger(__name__)
 
 def init_app(app: Flask, conf: cfg.ConfigOpts) -> None:
     """Read and check the clouds file; a bad one raises and the service does not start."""
-    apply_env_aliases(conf, os.environ)
     clouds = load_clouds_file(conf.sync.clouds_file)
     set_known_clouds(app, frozenset(clouds) if conf.sync.clouds_file else None)
     app.extensions[SERVICE_KEY] = SyncService(conf, app.extensions[SESSIONMAKER_KEY], clouds)

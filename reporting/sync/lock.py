@@ -15,6 +15,7 @@ import socket
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
+from reporting.clock import utcnow
 from reporting.db.models import SyncLock, SyncRun
 from reporting.sync.stats import failed_stats
 
@@ -23,10 +24,6 @@ LOG = logging.getLogger(__name__)
 
 def holder_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"[:255]
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 def acquire(

@@ -1,8 +1,6 @@
-"""``[sync]`` options of tally-reporting and tally-sync, with their environment aliases."""
+"""``[sync]`` options of tally-reporting and tally-sync (aliases: ``mapping.env_aliases``)."""
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 from oslo_config import cfg
 
@@ -40,28 +38,3 @@ sync_opts: list[cfg.Opt] = [
         "first line; unset: no Authorization header, for auth_strategy=noauth).",
     ),
 ]
-
-ENV_ALIASES: Mapping[str, str] = {
-    "TALLY_REPORTING_SYNC_BUDGET_S": "budget_s",
-    "TALLY_REPORTING_SYNC_SETTLE_S": "settle_s",
-}
-
-
-class SyncConfigError(ValueError):
-    """The [sync] configuration cannot work; the service refuses to start."""
-
-
-def apply_env_aliases(conf: cfg.ConfigOpts, environ: Mapping[str, str]) -> None:
-    """Override budget_s / settle_s from their environment aliases."""
-    for variable, name in ENV_ALIASES.items():
-        raw = environ.get(variable)
-        if raw is None:
-            continue
-        try:
-            value = float(raw)
-        except ValueError:
-            raise SyncConfigError(f"{variable}={raw!r} is not a number of seconds") from None
-        minimum = 1.0 if name == "budget_s" else 0.0
-        if value < minimum:
-            raise SyncConfigError(f"{variable}={raw!r} is below {minimum:g}")
-        conf.set_override(name, value, group="sync")

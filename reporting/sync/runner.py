@@ -21,9 +21,9 @@ from typing import Any
 from oslo_config import cfg
 from sqlalchemy.orm import Session, sessionmaker
 
-from mapping.event import format_timestamp
+from mapping.event import MAX_BATCH, format_timestamp
 from reporting import metrics
-from reporting.ingest import MAX_BATCH, ingest_events
+from reporting.ingest import ingest
 from reporting.sync import lock, store
 from reporting.sync.clouds import CloudEntry, build_adapter
 from reporting.sync.observation import Adapter, Observation, ObserveRequest, RunAborted
@@ -234,7 +234,7 @@ class SyncService:
                     f"{len(corrections)} corrections")
                 return
             batch = corrections[start:start + MAX_BATCH]
-            results = ingest_events(self.factory, [c.event for c in batch],
+            results = ingest(self.factory, [c.event for c in batch],
                                     require_size_schema=strict)
             for correction, result in zip(batch, results, strict=True):
                 if result.status == "stored":

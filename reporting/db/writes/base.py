@@ -21,6 +21,7 @@ from typing import Any, TypeVar, cast
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
+from mapping.event import ResourceKey
 from reporting import fold
 from reporting.db.models import (
     CurrentResource,
@@ -32,7 +33,6 @@ from reporting.db.models import (
     SyncSighting,
 )
 
-ResourceKey = tuple[str, str, str, str]  # (platform, cloud, resource_type, resource_id)
 TypeKey = tuple[str, str, str]  # (platform, cloud, resource_type)
 
 EVENTS = cast(sa.Table, Event.__table__)

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting.ingest import ingest_events
+from reporting.ingest import ingest
 from tests.unit.billing.test_rating import V1, V2
 
 _ids = itertools.count(1)
@@ -56,6 +56,6 @@ def october() -> list[dict[str, Any]]:
 
 
 def seed(factory: sessionmaker[Session], items: list[dict[str, Any]]) -> None:
-    results = ingest_events(factory, items, require_size_schema=False)
+    results = ingest(factory, items, require_size_schema=False)
     bad = [(r.index, r.status, r.reason) for r in results if r.status != "stored"]
     assert not bad, bad

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from mapping.event import format_timestamp
-from reporting.ingest import utcnow
+from reporting.clock import utcnow
 from tests.functional.billing.history import SMALL, event, seed
 from tests.unit.reporting.fixtures import auth
 

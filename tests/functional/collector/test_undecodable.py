@@ -45,7 +45,7 @@ def test_undecodable_messages_are_counted(
 ) -> None:
     conf = _conf(tmp_path, names)
     transport = oslo_messaging.get_notification_transport(conf, url=rabbit_url)
-    collector = Collector(conf, transport=transport, environ={})
+    collector = Collector(conf, transport=transport)
     collector.start()
     try:
         wait_until(lambda: collector.listening, 60, "the listener to consume")

@@ -21,7 +21,7 @@ from werkzeug.test import TestResponse
 
 from mapping.event import format_timestamp
 from reporting.api.openapi import document
-from reporting.ingest import ingest_events
+from reporting.ingest import ingest
 from tests.unit.reporting.fixtures import auth
 
 HEADERS = {role: auth(role) for role in ("read", "ingest", "admin")}
@@ -109,7 +109,7 @@ FIRST_BATCH, LATE_BATCH = SEEDED[:-1], SEEDED[-1:]
 
 def seed(factory: sessionmaker[Session], items: list[dict[str, Any]]) -> None:
     """Store ``items`` through ingest; every one must be stored."""
-    results = ingest_events(factory, items, require_size_schema=False)
+    results = ingest(factory, items, require_size_schema=False)
     bad = [(r.index, r.status, r.reason) for r in results if r.status != "stored"]
     assert not bad, bad
 

@@ -17,7 +17,7 @@ from reporting.api.auth import AuthConfigError
 from reporting.api.keystone_auth import NO_ROLE, tally_role
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
-from reporting.ingest import ingest_events
+from reporting.ingest import ingest
 from tests.functional.reporting import keystone_fake
 from tests.functional.reporting.keystone_fake import AUTH_URL, FakeKeystone
 
@@ -136,7 +136,7 @@ def _seed(app: Flask) -> None:
             "payload": {"state": "active", "size": {"vcpus": 1, "ram_gb": 2, "disk_gb": 20,
                                                        "flavor": "m1.small"}},
         })
-    results = ingest_events(app.extensions[SESSIONMAKER_KEY], events, require_size_schema=False)
+    results = ingest(app.extensions[SESSIONMAKER_KEY], events, require_size_schema=False)
     assert [r.status for r in results] == ["stored", "stored"], [r.reason for r in results]
 
 

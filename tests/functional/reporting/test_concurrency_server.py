@@ -17,7 +17,7 @@ import requests
 import sqlalchemy as sa
 
 from reporting.db.engine import make_engine, make_sessionmaker
-from reporting.ingest import ingest_events
+from reporting.ingest import ingest
 from tests.conftest import created_pg_database
 from tests.unit.reporting.fixtures import RunningServer, auth, start_server, write_config
 
@@ -118,7 +118,7 @@ def test_eight_clients_same_batches_store_once(
 
     # Serial ingest of the same events, in order, into another database.
     engine = make_engine(second_database)
-    ingest_events(make_sessionmaker(engine), sorted(events, key=lambda e: e["timestamp"]),
+    ingest(make_sessionmaker(engine), sorted(events, key=lambda e: e["timestamp"]),
                   require_size_schema=False)
     engine.dispose()
     concurrent_rows, concurrent_intervals = projection(pg_migrated_database)

@@ -1,4 +1,4 @@
-"""ingest_events keeps the projection equal to the pure fold, whatever the arrival order.
+"""ingest keeps the projection equal to the pure fold, whatever the arrival order.
 
 Runs on SQLite and PostgreSQL (the ``db_url`` fixture).
 """
@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from reporting import fold
 from reporting.db.engine import make_engine, make_sessionmaker
 from reporting.db.models import CurrentResource, Event, ResourceInterval
-from reporting.ingest import ItemResult, ingest_events
+from reporting.ingest import ItemResult, ingest
 
 T0 = dt.datetime(2026, 1, 1)
 KINDS = {
@@ -119,7 +119,7 @@ def test_any_permutation_one_event_per_batch_gives_the_same_row_and_lifecycle(
     factory: sessionmaker[Session], data: st.DataObject, events: list[dict[str, Any]]
 ) -> None:
     for item in data.draw(st.permutations(events)):
-        (result,) = ingest_events(factory, [item], require_size_schema=False)
+        (result,) = ingest(factory, [item], require_size_schema=False)
         assert result.status == "stored", result
     assert_projection(factory, events)
 
@@ -137,11 +137,11 @@ def test_any_arrival_order_and_batching_gives_the_same_row_and_lifecycle(
             batches.append(order[start:cut])
             start = cut
     for batch in batches:
-        results = ingest_events(factory, batch, require_size_schema=False)
+        results = ingest(factory, batch, require_size_schema=False)
         assert all(r.status == "stored" for r in results), results
     assert_projection(factory, events)
     # A retried delivery changes nothing.
-    again = ingest_events(factory, order, require_size_schema=False)
+    again = ingest(factory, order, require_size_schema=False)
     assert {r.status for r in again} == {"duplicate"}
     assert_projection(factory, events)
 
@@ -155,7 +155,7 @@ def test_each_event_in_its_own_batch_in_reverse(factory: sessionmaker[Session]) 
         make_event("vm-rev", 4, "create", 40, "p2", "active", 4),
     ]
     for item in reversed(events):
-        ingest_events(factory, [item], require_size_schema=False)
+        ingest(factory, [item], require_size_schema=False)
     assert_projection(factory, events)
     _, intervals = stored(factory, "vm-rev")
     assert [i[5] for i in intervals] == ["vm-rev-0", "vm-rev-1", "vm-rev-2", "vm-rev-4"]
@@ -163,7 +163,7 @@ def test_each_event_in_its_own_batch_in_reverse(factory: sessionmaker[Session]) 
 
 def test_results_and_duplicates_inside_one_batch(factory: sessionmaker[Session]) -> None:
     one = make_event("vm-d", 0, "create", 0, "p1", "active", 1)
-    results = ingest_events(factory, [one, dict(one), {"x": 1}], require_size_schema=False)
+    results = ingest(factory, [one, dict(one), {"x": 1}], require_size_schema=False)
     assert results[:2] == [ItemResult(0, "vm-d-0", "stored"), ItemResult(1, "vm-d-0", "duplicate")]
     assert results[2].status == "rejected" and results[2].event_id is None
     assert results[2].reason is not None and results[2].reason.startswith("event_schema: ")
@@ -181,7 +181,7 @@ def test_concurrent_ingest_of_one_resource_stores_each_event_once(
 
     def worker(batch: list[dict[str, Any]]) -> None:
         try:
-            outcomes.append(ingest_events(factory, batch, require_size_schema=False))
+            outcomes.append(ingest(factory, batch, require_size_schema=False))
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 

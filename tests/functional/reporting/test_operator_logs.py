@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from reporting import wsgi
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY
+from tests.oslo_log_lines import messages, oslo_log_lines
 from tests.unit.reporting.fixtures import ConfFactory, auth, start_server, write_config
 
 
@@ -57,7 +58,8 @@ def test_tally_reporting_names_what_it_uses_at_start(pg_migrated_database: str,
                           env={"OS_CLIENT_CONFIG_FILE": str(clouds_yaml)})
     server.stop()
     log = server.log.read_text()
-    lines = [line.split(": ", 1)[1] for line in log.splitlines() if " INFO __main__: " in line]
+    # oslo.log's lines: "<date> <time> <pid> INFO <logger> [<context>] <message>"
+    lines = messages([line for line in log.splitlines() if " INFO __main__ " in line])
     assert lines[:3] == [f"database: {url.replace('s3cret', '***')}",
                          f"clouds file: {clouds}",
                          f"OpenStack clouds.yaml: {clouds_yaml} (OS_CLIENT_CONFIG_FILE)"], log
@@ -113,6 +115,26 @@ def test_an_unreachable_database_is_logged_with_its_reason(
     for line in lines:
         assert "127.0.0.1" in line and "port 1 failed" in line, line
         assert "pw" not in line.replace("password", "")
+
+
+def test_an_unreachable_database_is_logged_with_its_reason_once(
+        make_conf: ConfFactory) -> None:
+    """Through oslo.log's formatter (the service's): it adds the exception being handled
+    to a WARNING or ERROR logged inside an except block, which would say it twice."""
+    app = create_app(make_conf("postgresql+psycopg://postgres@127.0.0.1:1/none"))
+    try:
+        with oslo_log_lines("reporting.api") as formatted:
+            assert app.test_client().get("/v1/resources", headers=auth("read")).status_code \
+                == 503
+            assert app.test_client().get("/readyz").status_code == 503
+    finally:
+        app.extensions[ENGINE_KEY].dispose()
+    lines = messages(formatted)
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("database unavailable: OperationalError: "), lines
+    assert lines[1].startswith("readyz: database unreachable: OperationalError: "), lines
+    for line in lines:
+        assert line.count("port 1 failed") == 1 and "sqlalchemy.exc" not in line, line
 
 
 def _counted(client: FlaskClient, family_name: str, cloud: str) -> dict[str, float]:

@@ -12,8 +12,8 @@ import sqlalchemy as sa
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from reporting.clock import utcnow
 from reporting.db.models import ResourceType
-from reporting.ingest import utcnow
 from tests.functional.reporting.test_ingest_api import event, post
 from tests.unit.reporting.fixtures import auth
 

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.db import migrations, writes
 from reporting.db.engine import make_engine, make_sessionmaker
-from reporting.ingest import ingest_events
+from reporting.ingest import ingest
 from tests.functional.sync.conftest import collector_create
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -72,7 +72,7 @@ def ingest_instances(factory: sessionmaker[Session], first: int, count: int) -> 
     for start in range(first, first + count, 1000):
         items = [collector_create("instance", f"vm-{n}", T0 + dt.timedelta(seconds=n))
                  for n in range(start, min(first + count, start + 1000))]
-        assert {r.status for r in ingest_events(factory, items, require_size_schema=False)} == {
+        assert {r.status for r in ingest(factory, items, require_size_schema=False)} == {
             "stored"}
 
 
@@ -104,7 +104,7 @@ def test_fold_statements_never_walk_per_key_with_the_statistics_of_a_trickle(
             late = [{**collector_create("instance", k[3], T0), "event_id": f"late-{k[3]}",
                      "event_type": "compute.instance.power_off", "payload": {"state": "x"}}
                     for k in keys]
-            assert {r.status for r in ingest_events(factory, late, require_size_schema=False)
+            assert {r.status for r in ingest(factory, late, require_size_schema=False)
                     } == {"stored"}
         finally:
             sa.event.remove(engine, "before_cursor_execute", capture)

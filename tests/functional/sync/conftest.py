@@ -27,7 +27,7 @@ from reporting import opts
 from reporting.app import create_app
 from reporting.db.models import CurrentResource, Event, SyncRun
 from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
-from reporting.ingest import ingest_events
+from reporting.ingest import ingest
 from simcloud.config import WorldConfig
 from simcloud.server import SimCloudServer
 
@@ -143,7 +143,7 @@ class Syncer:
             return list(session.execute(query).scalars())
 
     def ingest(self, *events: dict[str, Any]) -> None:
-        results = ingest_events(self.factory, list(events), require_size_schema=False)
+        results = ingest(self.factory, list(events), require_size_schema=False)
         assert all(r.status == "stored" for r in results), results
 
     def truth(self, at: dt.datetime | None = None, **filters: Any) -> list[dict[str, Any]]:

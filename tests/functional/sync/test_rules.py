@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from mapping.event import correction_event_id, format_timestamp
-from reporting.ingest import ingest_events
+from reporting.ingest import ingest
 from tests.functional.sync.conftest import CLOUD, START, Syncer, collector_create, naive
 
 SETTLE = dt.timedelta(seconds=60)
@@ -240,7 +240,7 @@ def test_corrections_are_deterministic_and_replay_as_duplicates(syncer: Syncer):
         "cloud": e.cloud, "resource_type": e.resource_type, "resource_id": e.resource_id,
         "project_id": e.project_id, "timestamp": format_timestamp(e.timestamp),
         "source": e.source, "payload": e.payload} for e in events]
-    results = ingest_events(syncer.factory, replay, require_size_schema=True)
+    results = ingest(syncer.factory, replay, require_size_schema=True)
     assert {r.status for r in results} == {"duplicate"}
 
 

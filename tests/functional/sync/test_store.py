@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.db import engine as db_engine
-from reporting.ingest import ingest_events
+from reporting.ingest import ingest
 from reporting.sync import lock, store
 from reporting.sync.observation import SizeNameEntry
 from tests.conftest import migrated_database_url
@@ -53,7 +53,7 @@ def test_held_deleted_names_rows_the_projection_ended(factory):
               "timestamp": "2026-11-02T12:30:00Z", "payload": {}}
     live = collector_create("volume", "v1", T - dt.timedelta(days=1),
                             size={"size_gb": 1, "type": "ssd"})
-    assert [r.status for r in ingest_events(factory, [create, delete, live],
+    assert [r.status for r in ingest(factory, [create, delete, live],
                                             require_size_schema=False)] == ["stored"] * 3
     assert store.held_deleted(factory, "openstack", "sim", keys) == {("volume", "v2")}
 

@@ -4,9 +4,7 @@ exit; a good one starts with its start-up heap frozen and stops on SIGTERM."""
 from __future__ import annotations
 
 import gc
-import logging
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,19 +33,6 @@ def _run(capsys: pytest.CaptureFixture[str], args: list[str]) -> tuple[int, str]
 @pytest.fixture(autouse=True)
 def _no_env_cloud(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TALLY_OSC_CLOUD", raising=False)
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    # oslo.log's setup puts a handler on this test's captured stderr; a later test's
-    # log record must not reach that closed stream.
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    for handler in root.handlers:
-        if handler not in handlers:
-            root.removeHandler(handler)
-    root.setLevel(level)
 
 
 def test_missing_cloud(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

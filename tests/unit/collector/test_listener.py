@@ -23,6 +23,7 @@ from collector.buffer import EventBuffer
 from collector.errors import ConfigurationError
 from collector.listener import NotificationEndpoint, build_listener, resolve_cloud
 from collector.metrics import CollectorMetrics
+from mapping.env_aliases import apply_env_aliases
 from tests.unit.collector.conftest import sample_value
 
 META = {"message_id": "m-1", "timestamp": "2026-11-29 23:46:12.702142"}
@@ -169,11 +170,12 @@ def test_stop_while_full_requeues(tmp_path: Path, metrics: CollectorMetrics) -> 
 
 
 def test_cloud_name_resolution(conf: cfg.ConfigOpts) -> None:
-    assert resolve_cloud(conf, {}) == "os-unit"
-    assert resolve_cloud(conf, {"TALLY_OSC_CLOUD": "from-env"}) == "from-env"
+    assert resolve_cloud(conf) == "os-unit"
+    apply_env_aliases(conf, {"TALLY_OSC_CLOUD": "from-env"})
+    assert resolve_cloud(conf) == "from-env"
     conf.clear_override("cloud", group="collector")
     with pytest.raises(ConfigurationError, match="no cloud name"):
-        resolve_cloud(conf, {})
+        resolve_cloud(conf)
 
 
 # --- through oslo.messaging's fake driver ----------------------------------------------------

@@ -4,8 +4,6 @@ option of oslo.messaging's sections is warned about, no eventlet notice on start
 
 from __future__ import annotations
 
-import io
-import logging
 import re
 import socket
 import subprocess
@@ -19,13 +17,13 @@ from typing import Any
 import pytest
 import requests
 from oslo_config import cfg
-from oslo_log import formatters, log
 
 from collector import cmd
 from collector.buffer import EventBuffer
 from collector.listener import NotificationEndpoint
 from collector.metrics import CollectorMetrics
 from mapping.config_check import check_config_files
+from tests.oslo_log_lines import oslo_log_lines
 
 BIN = Path(sys.executable).parent
 
@@ -163,16 +161,8 @@ class _BrokenDisk(EventBuffer):
 
 def test_a_broken_disk_is_logged_with_its_reason_once(tmp_path: Path) -> None:
     """The listener's buffer-write lines through oslo.log's formatter (the collector's)."""
-    conf = cfg.ConfigOpts()
-    log.register_options(conf)
-    conf([], default_config_files=[], default_config_dirs=[])
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(formatters.ContextFormatter(project="tally", version="", config=conf))
-    logger = logging.getLogger("collector.listener")
-    logger.addHandler(handler)
     buffer = _BrokenDisk(str(tmp_path / "broken"), max_items=100)
-    try:
+    with oslo_log_lines("collector.listener") as lines:
         endpoint = NotificationEndpoint("os-unit", buffer, CollectorMetrics(), threading.Event(),
                                         threading.Event(), max_write_attempts=1,
                                         requeue_max_delay_s=0.0)
@@ -181,10 +171,7 @@ def test_a_broken_disk_is_logged_with_its_reason_once(tmp_path: Path) -> None:
                                "size": 1, "volume_type": "t"},
                    "metadata": {"message_id": "m-1", "timestamp": "2026-11-29 23:46:12.702142"}}
         endpoint.info([message])
-    finally:
-        logger.removeHandler(handler)
-        buffer.close()
-    lines = stream.getvalue().splitlines()
+    buffer.close()
     assert any("Buffer write of 1 events failed (disk on fire)" in line for line in lines), lines
     assert any("Parking failed too (disk on fire)" in line for line in lines), lines
     for line in lines:

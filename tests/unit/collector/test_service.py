@@ -15,6 +15,7 @@ from oslo_config import cfg
 
 from collector import opts
 from collector.service import Collector
+from mapping.env_aliases import apply_env_aliases
 
 
 @pytest.fixture
@@ -28,7 +29,7 @@ def rabbit_transport(conf: cfg.ConfigOpts) -> Iterator[Any]:
 
 def test_prefetch_is_bounded_by_default(conf: cfg.ConfigOpts, rabbit_transport: Any) -> None:
     conf.set_override("listener_batch_size", 150, group="collector")
-    collector = Collector(conf, transport=rabbit_transport, environ={})
+    collector = Collector(conf, transport=rabbit_transport)
     try:
         assert conf.oslo_messaging_rabbit.rabbit_qos_prefetch_count == 300
     finally:
@@ -37,7 +38,7 @@ def test_prefetch_is_bounded_by_default(conf: cfg.ConfigOpts, rabbit_transport: 
 
 def test_an_operator_prefetch_is_kept(conf: cfg.ConfigOpts, rabbit_transport: Any) -> None:
     conf.set_override("rabbit_qos_prefetch_count", 7, group="oslo_messaging_rabbit")
-    collector = Collector(conf, transport=rabbit_transport, environ={})
+    collector = Collector(conf, transport=rabbit_transport)
     try:
         assert conf.oslo_messaging_rabbit.rabbit_qos_prefetch_count == 7
     finally:
@@ -48,7 +49,8 @@ def test_start_serves_metrics_and_stop_is_clean(conf: cfg.ConfigOpts) -> None:
     conf.set_override("metrics_bind", "127.0.0.1:0", group="collector")
     conf.set_override("pool", f"unit-{uuid.uuid4().hex[:8]}", group="collector")
     transport = oslo_messaging.get_notification_transport(conf, url="fake:")
-    collector = Collector(conf, transport=transport, environ={"TALLY_OSC_CLOUD": "env-cloud"})
+    apply_env_aliases(conf, {"TALLY_OSC_CLOUD": "env-cloud"})
+    collector = Collector(conf, transport=transport)
     try:
         assert collector.cloud == "env-cloud"
         collector.start()
@@ -65,7 +67,7 @@ def test_start_serves_metrics_and_stop_is_clean(conf: cfg.ConfigOpts) -> None:
 
 
 def test_a_few_executor_threads_by_default(conf: cfg.ConfigOpts, rabbit_transport: Any) -> None:
-    collector = Collector(conf, transport=rabbit_transport, environ={})
+    collector = Collector(conf, transport=rabbit_transport)
     try:
         assert conf.executor_thread_pool_size == 4
     finally:
@@ -81,7 +83,7 @@ def test_an_operator_executor_pool_is_kept(tmp_path: Path) -> None:
     opts.register_opts(conf)
     conf(["--config-file", str(config)], project="tally-unit-test", default_config_files=[])
     transport = oslo_messaging.get_notification_transport(conf, url="fake:")
-    collector = Collector(conf, transport=transport, environ={})
+    collector = Collector(conf, transport=transport)
     try:
         assert conf.executor_thread_pool_size == 7
     finally:
@@ -95,7 +97,7 @@ def test_the_collector_checks_its_cloud_at_start(conf: cfg.ConfigOpts) -> None:
     with requests_mock.Mocker(real_http=False) as mock:
         mock.get("http://reporting.test:8779/v1/clouds", json={"clouds_file": True, "items": []})
         mock.post("http://reporting.test:8779/v1/events", status_code=503)
-        collector = Collector(conf, transport=transport, environ={})
+        collector = Collector(conf, transport=transport)
         try:
             collector.start()
             assert collector.cloud_check_done.wait(5)

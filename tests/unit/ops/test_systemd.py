@@ -3,6 +3,7 @@ collector's buffer in the state directory, sync every 10 minutes, and are harden
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path, PurePosixPath
 
@@ -70,6 +71,24 @@ def test_runs_a_console_script_with_a_config_file(name: str) -> None:
     assert PurePosixPath(command[0]).name in catalogue.console_scripts()
     assert command[0].startswith("/")
     assert command[1] == "--config-file" and command[2].startswith("/etc/tally/")
+
+
+def _documented_virtualenvs() -> set[str]:
+    """Every virtualenv docs/deployment.md makes (``python3 -m venv DIR``)."""
+    text = (catalogue.REPO_ROOT / "docs" / "deployment.md").read_text()
+    return set(re.findall(r"python3 -m venv (\S+)", text))
+
+
+@pytest.mark.parametrize("name", SERVICES)
+def test_runs_the_command_from_the_documented_virtualenv(name: str) -> None:
+    """ExecStart names a command setup.cfg declares, in the bin/ of the one virtualenv
+    the install path of docs/deployment.md makes: the units work as shipped."""
+    (virtualenv,) = _documented_virtualenvs()
+    executable = PurePosixPath(_command(_service(name))[0])
+    assert executable.name in catalogue.console_scripts(), executable
+    assert executable.parent == PurePosixPath(virtualenv) / "bin", executable
+    assert not re.search(r"sed .*ExecStart|sed .*/usr/bin/tally",
+                         (catalogue.REPO_ROOT / "docs" / "deployment.md").read_text())
 
 
 @pytest.mark.parametrize("name", SERVICES)

@@ -1,4 +1,4 @@
-"""ItemValidator and the entry points' configuration helpers, without a database."""
+"""ItemValidator, without a database."""
 
 from __future__ import annotations
 
@@ -6,11 +6,8 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from oslo_config import cfg
 
 from mapping.size_schemas import SEEDED_SIZE_SCHEMAS
-from reporting import opts
-from reporting.cmd import ConfigError, apply_env_aliases
 from reporting.validation import ItemValidator, ValidEvent, check_size_schema, unstorable
 
 SCHEMAS = {("openstack", name): schema for name, schema in SEEDED_SIZE_SCHEMAS.items()}
@@ -70,6 +67,20 @@ def test_a_check_all_batch_finds_the_one_unstorable_item() -> None:
         "event_schema: a string holds NUL or an unpaired surrogate, or a number is not finite")
 
 
+def test_the_storable_walk_is_the_callers_explicit_choice() -> None:
+    """``check`` walks an item for what no column stores unless its caller says it
+    already did (``check_all`` for its whole batch); no flag lives on the validator."""
+    unstorable_item = item(resource_id="x\x00")
+    checker = validator()
+    state = dict(vars(checker))
+    assert isinstance(checker.check(unstorable_item), str)
+    assert isinstance(checker.check(unstorable_item, known_storable=True), ValidEvent)
+    assert isinstance(checker.check_all([item(), unstorable_item])[1], str)
+    assert isinstance(checker.check_all([item()])[0], ValidEvent)
+    assert vars(checker).keys() == state.keys()
+    assert isinstance(checker.check(unstorable_item), str)
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [("ok", False), ("a\x00b", True), ("\ud800", True), ("\\u0000 is text", False),
@@ -89,29 +100,6 @@ def test_unstorable(value: Any, expected: bool) -> None:
 )
 def test_check_size_schema(document: Any, ok: bool) -> None:
     assert (check_size_schema(document) is None) is ok
-
-
-def conf() -> cfg.ConfigOpts:
-    config = cfg.ConfigOpts()
-    opts.register_opts(config)
-    config([], default_config_files=[])
-    return config
-
-
-@pytest.mark.parametrize(("raw", "expected"), [("true", True), ("On", True), ("0", False),
-                                               ("no", False)])
-def test_env_alias_overrides_the_option(raw: str, expected: bool) -> None:
-    config = conf()
-    apply_env_aliases(config, {"TALLY_INGEST_REQUIRE_SIZE_SCHEMA": raw})
-    assert config.ingest.require_size_schema is expected
-
-
-def test_env_alias_absent_leaves_the_option_and_bad_value_is_refused() -> None:
-    config = conf()
-    apply_env_aliases(config, {})
-    assert config.ingest.require_size_schema is False
-    with pytest.raises(ConfigError, match="TALLY_INGEST_REQUIRE_SIZE_SCHEMA='maybe'"):
-        apply_env_aliases(config, {"TALLY_INGEST_REQUIRE_SIZE_SCHEMA": "maybe"})
 
 
 @pytest.mark.parametrize("field", ["resource_type", "timestamp"])
