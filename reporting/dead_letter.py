@@ -13,6 +13,7 @@ its own key, so the retry of a filing the API committed files nothing new.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -20,9 +21,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
+from reporting.clock import utcnow
 from reporting.db import writes
 from reporting.db.models import Event, RejectedEvent
-from reporting.ingest import ItemResult, ingest, readable, retried, utcnow
+from reporting.ingest import ItemResult, ingest, readable, retried
 from reporting.validation import ValidEvent, exact_text, load_validator, storable_copy
 
 # Replacement characters the readable copy used before revision 0009 kept raw_json:
@@ -112,6 +114,57 @@ def replay_rows(
         else:
             results.append(outcomes[i])
     return results
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayOutcome:
+    """What replaying one requested row did: ``stored``, ``duplicate`` (the very event
+    was stored before), ``rejected`` (still refused, with ``reason``), ``not_found`` or
+    ``already_replayed``."""
+
+    row_id: int
+    status: str
+    event_id: str | None = None
+    reason: str | None = None
+
+
+REPLAY_STATUSES = ("stored", "duplicate", "rejected", "not_found", "already_replayed")
+
+
+def replay(factory: sessionmaker[Session], ids: Sequence[int], *, require_size_schema: bool,
+           known_clouds: frozenset[str] | None = None) -> list[ReplayOutcome]:
+    """Replay the dead-letter rows ``ids`` (each once, in the order given).
+
+    A row whose event is now stored (or was already, as the very same event) is marked
+    ``replayed_at`` and kept; one that still fails stays as it is, answered with its
+    current reason.  Marking happens after the events are committed: a crash between
+    the two leaves a row to replay again, which answers ``duplicate`` then.
+    """
+    ids = list(dict.fromkeys(ids))
+    with factory() as session:
+        rows = {row.id: row for row in session.execute(
+            sa.select(RejectedEvent).where(RejectedEvent.id.in_(ids))).scalars()}
+    pending = [rows[i] for i in ids if i in rows and rows[i].replayed_at is None]
+    results = replay_rows(factory, pending, require_size_schema=require_size_schema,
+                          known_clouds=known_clouds)
+    by_id = {row.id: result for row, result in zip(pending, results, strict=True)}
+    done = [row_id for row_id, result in by_id.items() if result.status != "rejected"]
+    if done:
+        with factory() as session, session.begin():
+            session.execute(
+                sa.update(RejectedEvent)
+                .where(RejectedEvent.id.in_(done), RejectedEvent.replayed_at.is_(None))
+                .values(replayed_at=utcnow()))
+    outcomes: list[ReplayOutcome] = []
+    for row_id in ids:
+        if row_id not in rows:
+            outcomes.append(ReplayOutcome(row_id, "not_found"))
+        elif row_id not in by_id:
+            outcomes.append(ReplayOutcome(row_id, "already_replayed", rows[row_id].event_id))
+        else:
+            result = by_id[row_id]
+            outcomes.append(ReplayOutcome(row_id, result.status, result.event_id, result.reason))
+    return outcomes
 
 
 def file_parked(factory: sessionmaker[Session], items: Sequence[tuple[str, Any, str]]

@@ -7,7 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 from flask import Blueprint, current_app, jsonify, request
 
-from mapping.event import TimestampError, format_timestamp, parse_timestamp
+from mapping.event import MAX_BATCH, TimestampError, format_timestamp, parse_timestamp
 from reporting import dead_letter
 from reporting.api.auth import require_role
 from reporting.api.clouds import known_clouds
@@ -15,7 +15,6 @@ from reporting.api.errors import ApiError
 from reporting.api.jsonbody import batch_of, json_object
 from reporting.db.models import RejectedEvent
 from reporting.db.session import app_sessionmaker, db_session
-from reporting.ingest import MAX_BATCH, utcnow
 from reporting.pagination import decode_marker, encode_marker, list_body, parse_limit
 
 bp = Blueprint("rejected", __name__)
@@ -114,48 +113,20 @@ def _ids(body: dict[str, Any]) -> list[int]:
 @bp.post("/v1/rejected-events/replay")
 @require_role("admin")
 def replay() -> Any:
-    """Re-validate the named rows under the current schemas and ingest those that pass.
-
-    A row whose event is now stored (or was already) is marked ``replayed_at`` and
-    kept; one that still fails stays as it is and its current reason is answered.
-    """
-    ids = _ids(json_object())
-    factory = app_sessionmaker()
-    with factory() as session:
-        rows = {
-            row.id: row
-            for row in session.execute(
-                sa.select(RejectedEvent).where(RejectedEvent.id.in_(ids))
-            ).scalars()
-        }
-    pending = [rows[i] for i in ids if i in rows and rows[i].replayed_at is None]
-    outcomes = dead_letter.replay_rows(
-        factory, pending, require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"],
-        known_clouds=known_clouds(),
-    )
-    by_id = {row.id: outcome for row, outcome in zip(pending, outcomes, strict=True)}
-    done = [row_id for row_id, o in by_id.items() if o.status != "rejected"]
-    if done:
-        with factory() as session, session.begin():
-            session.execute(
-                sa.update(RejectedEvent)
-                .where(RejectedEvent.id.in_(done), RejectedEvent.replayed_at.is_(None))
-                .values(replayed_at=utcnow())
-            )
+    """Re-validate the named rows under the current schemas and ingest those that pass
+    (the rules are ``dead_letter.replay``'s)."""
+    outcomes = dead_letter.replay(
+        app_sessionmaker(), _ids(json_object()),
+        require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"],
+        known_clouds=known_clouds())
     results: list[dict[str, Any]] = []
-    for row_id in ids:
-        if row_id not in rows:
-            results.append({"id": row_id, "status": "not_found"})
-        elif row_id not in by_id:
-            results.append({"id": row_id, "status": "already_replayed",
-                            "event_id": rows[row_id].event_id})
-        else:
-            outcome = by_id[row_id]
-            entry: dict[str, Any] = {"id": row_id, "status": outcome.status,
-                                     "event_id": outcome.event_id}
-            if outcome.reason is not None:
-                entry["reason"] = outcome.reason
-            results.append(entry)
-    counts = {s: sum(1 for r in results if r["status"] == s)
-              for s in ("stored", "duplicate", "rejected", "not_found", "already_replayed")}
+    for outcome in outcomes:
+        entry: dict[str, Any] = {"id": outcome.row_id, "status": outcome.status}
+        if outcome.status != "not_found":
+            entry["event_id"] = outcome.event_id
+        if outcome.reason is not None:
+            entry["reason"] = outcome.reason
+        results.append(entry)
+    counts = {status: sum(1 for o in outcomes if o.status == status)
+              for status in dead_letter.REPLAY_STATUSES}
     return jsonify({"results": results, **counts})

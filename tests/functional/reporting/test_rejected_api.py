@@ -126,3 +126,33 @@ def test_replay_errors(client: FlaskClient, session_factory: sessionmaker[Sessio
     assert too_many.status_code == 413
     assert client.post(url, json={"ids": [1]}, headers=auth("read")).status_code == 403
     assert client.post(url, json={"ids": [1]}).status_code == 401
+
+
+def test_replay_is_the_ingest_service_s_not_the_view_s(
+        client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+    """``dead_letter.replay`` does all of it without HTTP: a row still refused stays,
+    a fixed one is stored and marked, a repeated id is replayed once, an unknown id is
+    not found, and a second replay answers already_replayed."""
+    from reporting import dead_letter
+
+    strict = {"type": "object", "properties": {"pools": {"type": "integer", "maximum": 0}}}
+    client.put("/v1/resource-types/openstack/loadbalancer", json={"size_schema": strict},
+               headers=auth("admin"))
+    post(client, {"events": [lb_event(7, listeners=1, pools=2)]})
+    (row_id,) = [i["id"] for i in
+                 client.get("/v1/rejected-events", headers=auth("read")).get_json()["items"]]
+
+    def replay(*ids: int) -> list[tuple[int, str, str | None]]:
+        return [(o.row_id, o.status, o.event_id) for o in dead_letter.replay(
+            session_factory, ids, require_size_schema=False)]
+
+    (refused,) = dead_letter.replay(session_factory, [row_id], require_size_schema=False)
+    assert refused.status == "rejected" and refused.reason is not None
+    assert refused.reason.startswith("size_schema:")
+    relaxed = {"type": "object", "properties": {"pools": {"type": "integer"}}}
+    client.put("/v1/resource-types/openstack/loadbalancer", json={"size_schema": relaxed},
+               headers=auth("admin"))
+    assert replay(row_id, row_id, 424242) == [(row_id, "stored", "ev-7"),
+                                              (424242, "not_found", None)]
+    assert replay(row_id) == [(row_id, "already_replayed", "ev-7")]
+    assert count(session_factory, Event) == 1
