@@ -110,7 +110,8 @@ class Sender:
         for result in results:
             index = result.get("index") if isinstance(result, dict) else None
             status = result.get("status") if isinstance(result, dict) else None
-            if isinstance(index, int) and 0 <= index < len(items) and status in ANSWERED:
+            # JSON true is a Python int: an index must be a number the API wrote
+            if type(index) is int and 0 <= index < len(items) and status in ANSWERED:
                 done[index] = status
         if done:
             self._buffer.remove(items[index] for index in done)

@@ -108,7 +108,7 @@ def test_an_index_named_twice_settles_once(
     assert _delivered(metrics, "stored") == 2
 
 
-@pytest.mark.parametrize("index", [1.0, "1", -1, 2, None])
+@pytest.mark.parametrize("index", [True, 1.0, "1", -1, 2, None])
 def test_an_index_that_is_not_one_of_the_request_settles_nothing(
     buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker, index: Any
 ) -> None:
