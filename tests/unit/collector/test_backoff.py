@@ -9,14 +9,7 @@ import threading
 import pytest
 
 from collector.backoff import Backoff
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.unit.collector.conftest import FakeClock
 
 
 def test_backoff_doubles_with_jitter_and_is_capped() -> None:

@@ -13,16 +13,9 @@ from collector.backlog import BacklogSignal
 from collector.buffer import BufferedEvent, EventBuffer
 from collector.delivery_config import DeliveryConfig
 from collector.next_batch import NextBatch
+from tests.unit.collector.conftest import FakeClock
 
 URL = "http://reporting.test:8779/v1/events"
-
-
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _append(buffer: EventBuffer, *ns: int) -> None:
