@@ -5,9 +5,10 @@ One thread files what the collector parked, oldest first, in batches of at most
 (the API files a key once, so a retry after a lost answer files nothing new).  An
 item leaves the parked store only once the API answered that it is filed, i.e.
 committed; while the API does not answer (or answers 5xx, 429, 401, ...), the items
-stay and the thread backs off like delivery does.  A 400 or 413 of a batch is split
-in halves; an item the API refuses on its own (one larger than its body limit)
-stays parked, is logged once and is not offered again until the collector restarts.
+stay and the thread backs off as delivery does (``collector.backoff``, a pause of its
+own).  A 400 or 413 of a batch is split in halves; an item the API refuses on its own
+(one larger than its body limit) stays parked, is logged once and is not offered
+again until the collector restarts.
 
 The same thread honours requeue requests (``python -m collector.parked requeue``
 while the collector runs marks the records): it appends each marked event to the
@@ -20,37 +21,37 @@ import json
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable
 
 import requests
 from oslo_config import cfg
 
-from collector.buffer import EventBuffer
-from collector.delivery import (
+from collector.api_client import (
     DeliveryRefused,
     api_url,
-    backoff_delay,
     error_summary,
+    headers,
     post,
     read_token,
     refusal,
 )
+from collector.backoff import Backoff
+from collector.buffer import EventBuffer
 from collector.metrics import CollectorMetrics
 from collector.parked_store import ParkedItem
+from mapping.event import MAX_REASON_LEN
 
 LOG = logging.getLogger(__name__)
 
 _BATCH_ITEMS = 100
 _BATCH_BYTES = 1024 * 1024
-_MAX_REASON = 1000  # the API's limit of a filed reason
 _FILED = ("filed", "duplicate")
 
 
 def _clean_reason(text: str) -> str:
     """The reason as the API takes it: no NUL, no unpaired surrogate, 1000 at most."""
     text = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
-    return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
+    return text if len(text) <= MAX_REASON_LEN else text[: MAX_REASON_LEN - 3] + "..."
 
 
 class ParkedForwarder:
@@ -76,16 +77,10 @@ class ParkedForwarder:
         self._metrics = metrics
         self._written = written
         self._timeout = timeout
-        self._initial_delay = initial_delay
-        self._max_delay = max_delay
         self._poll = poll
-        self._jitter = jitter
+        self._backoff = Backoff(initial_delay, max_delay, jitter)
         self._session = requests.Session()
-        self._session.headers["Content-Type"] = "application/json"
-        if token:
-            self._session.headers["Authorization"] = f"Bearer {token}"
-        self._failures = 0
-        self._resume_at = 0.0  # time.monotonic() before which nothing is sent
+        self._session.headers.update(headers(token))
         self._refused: dict[int, str] = {}  # parked keys the API will not file: why
 
     @classmethod
@@ -104,28 +99,21 @@ class ParkedForwarder:
             forwarded = 0
             try:
                 self.requeue_marked()
-                if time.monotonic() >= self._resume_at:
+                if not self._backoff.remaining():
                     forwarded = self.forward_once()
-                    self._failures = 0
+                    self._backoff.succeeded()
             except DeliveryRefused as exc:
                 self._metrics.parked_forward_failures.labels(exc.reason).inc()
                 LOG.warning("Filing parked items in the Reporting API's dead letter failed "
                             "(%s: %s); they stay parked, retrying in %.1fs",
-                            exc.reason, exc, self._back_off(exc.retry_after))
+                            exc.reason, exc, self._backoff.failed(exc.retry_after))
             except Exception:
                 self._metrics.parked_forward_failures.labels("internal").inc()
                 LOG.exception("Filing parked items failed")
-                self._back_off(None)
+                self._backoff.failed(None)
             if not forwarded:
                 stop.wait(self._poll)
         self._session.close()
-
-    def _back_off(self, retry_after: float | None) -> float:
-        delay = backoff_delay(self._failures, self._initial_delay, self._max_delay,
-                              self._jitter, retry_after)
-        self._failures += 1
-        self._resume_at = time.monotonic() + delay
-        return delay
 
     def requeue_marked(self) -> int:
         """Move every event an operator marked for requeue back into the buffer."""

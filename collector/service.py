@@ -9,10 +9,11 @@ import threading
 import oslo_messaging
 from oslo_config import cfg
 
+from collector.api_client import read_token
 from collector.backlog import BacklogSignal
 from collector.buffer import EventBuffer
 from collector.cloud_check import CloudCheck
-from collector.delivery import Delivery, read_token
+from collector.delivery import Delivery
 from collector.errors import ConfigurationError
 from collector.forward import ParkedForwarder
 from collector.listener import NotificationEndpoint, build_listener, resolve_cloud

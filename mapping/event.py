@@ -46,6 +46,10 @@ def route_problem(value: str) -> str | None:
 # The wire limit: the most events one POST /v1/events carries.  The API refuses a
 # larger batch (413) and the collector never sends one.
 MAX_BATCH: Final = 1000
+# The longest reason the dead letter keeps: reasons quote offending values, and a
+# 10 MiB string must not become a 10 MiB reason.  A collector filing what it parked
+# trims its own reasons to it.
+MAX_REASON_LEN: Final = 1000
 
 # The identity of the resource an event is about.
 ResourceKey = tuple[str, str, str, str]  # (platform, cloud, resource_type, resource_id)

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from mapping.event import (
     EVENT_SCHEMA,
+    MAX_REASON_LEN,
     PATH_FIELDS,
     ResourceKey,
     TimestampError,
@@ -33,8 +34,6 @@ from mapping.jsontext import dumps_finite
 from reporting.db.models import ResourceType, SizeName
 from reporting.schema_refs import OFFLINE_REGISTRY, UNRESOLVABLE, ref_problem
 
-# Reasons quote offending values; a 10 MiB string must not become a 10 MiB reason.
-MAX_REASON_LEN = 1000
 VOLUME_TYPE_KIND = "volume_type"
 UNKNOWN_CLOUD = "unknown cloud"
 

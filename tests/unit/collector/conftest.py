@@ -40,3 +40,13 @@ def metrics() -> CollectorMetrics:
 def sample_value(metrics: CollectorMetrics, name: str, labels: dict[str, str] | None = None) -> float:
     value = metrics.registry.get_sample_value(name, labels or {})
     return 0.0 if value is None else value
+
+
+class FakeClock:
+    """A clock a test moves by hand (``clock.now += 0.5``)."""
+
+    def __init__(self, now: float = 100.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

@@ -5,14 +5,7 @@ from __future__ import annotations
 import math
 
 from collector.backlog import BacklogSignal
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.unit.collector.conftest import FakeClock
 
 
 def test_no_batch_yet_is_no_backlog() -> None:

@@ -1,6 +1,8 @@
-"""Delivery to the Reporting API, against requests-mock answering the ingest contract.
+"""The delivery loop (next batch, sender, backoff together) against requests-mock
+answering the ingest contract, and a loopback server for concurrent requests.
 
-The contract is the one docs/reporting-api.md states.
+The contract is the one docs/reporting-api.md states.  Each part has tests of its
+own: test_next_batch, test_sender, test_backoff, test_delivery_config.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import pytest
 import requests
 import requests_mock as rm
 
+from collector.api_client import DeliveryRefused
 from collector.backlog import BacklogSignal
 from collector.buffer import EventBuffer
-from collector.delivery import Delivery, DeliveryRefused, events_url, read_token
-from collector.errors import ConfigurationError
+from collector.delivery import Delivery
+from collector.delivery_config import DeliveryConfig
 from collector.metrics import CollectorMetrics
 from tests.unit.collector.conftest import sample_value
 
@@ -52,8 +55,10 @@ def _answer(statuses: dict[str, str] | None = None) -> Any:
     return callback
 
 
-def _delivery(buffer: EventBuffer, metrics: CollectorMetrics, **kwargs: Any) -> Delivery:
-    return Delivery(URL, "secret-token", buffer, metrics, jitter=lambda a, b: b, **kwargs)
+def _delivery(buffer: EventBuffer, metrics: CollectorMetrics,
+              backlog: BacklogSignal | None = None, **kwargs: Any) -> Delivery:
+    return Delivery(DeliveryConfig(URL, "secret-token", **kwargs), buffer, metrics, backlog,
+                    jitter=lambda a, b: b)
 
 
 class _Backlog(BacklogSignal):
@@ -160,15 +165,8 @@ def test_retry_after_is_honoured_up_to_the_cap(
     with pytest.raises(DeliveryRefused) as refused:
         delivery.deliver_once()
     assert refused.value.retry_after == 7.0
-    assert delivery.next_delay(refused.value.retry_after) == 7.0
-    assert delivery.next_delay(1000.0) == 60.0
-
-
-def test_backoff_doubles_with_jitter_and_is_capped(buffer: EventBuffer, metrics: CollectorMetrics) -> None:
-    low = Delivery(URL, None, buffer, metrics, initial_delay=1, max_delay=10, jitter=lambda a, b: a)
-    high = Delivery(URL, None, buffer, metrics, initial_delay=1, max_delay=10, jitter=lambda a, b: b)
-    assert [low.next_delay(None) for _ in range(6)] == [0.5, 1, 2, 4, 5, 5]
-    assert [high.next_delay(None) for _ in range(6)] == [1, 2, 4, 8, 10, 10]
+    assert delivery.backoff.next_delay(refused.value.retry_after) == 7.0
+    assert delivery.backoff.next_delay(1000.0) == 60.0
 
 
 def test_400_is_split_and_the_poisoned_item_parked(
@@ -235,8 +233,8 @@ def test_run_retries_until_the_api_answers(
         {"status_code": 503},
         {"json": _answer()},
     ])
-    delivery = Delivery(URL, None, buffer, metrics, initial_delay=0.01, max_delay=0.02,
-                        idle_poll=0.01)
+    delivery = Delivery(DeliveryConfig(URL, initial_delay=0.01, max_delay=0.02, idle_poll=0.01),
+                        buffer, metrics)
     stop, written = threading.Event(), threading.Event()
     thread = threading.Thread(target=delivery.run, args=(stop, written))
     thread.start()
@@ -254,29 +252,6 @@ def test_run_retries_until_the_api_answers(
     assert sample_value(metrics, "tally_collector_delivery_failures_total", {"reason": "server_error"}) == 1
     assert requests_mock.last_request is not None
     assert "Authorization" not in requests_mock.last_request.headers
-
-
-@pytest.mark.parametrize("url", ["", "127.0.0.1:8779", "ftp://host/", "http://", "http://h:99999"])
-def test_malformed_reporting_url(url: str) -> None:
-    with pytest.raises(ConfigurationError, match="reporting_url"):
-        events_url(url)
-
-
-def test_events_url() -> None:
-    assert events_url("http://127.0.0.1:8779/") == "http://127.0.0.1:8779/v1/events"
-    assert events_url("https://api.example/tally") == "https://api.example/tally/v1/events"
-
-
-def test_read_token(tmp_path: Any) -> None:
-    path = tmp_path / "token"
-    path.write_text("  abc123\n")
-    assert read_token(str(path)) == "abc123"
-    assert read_token(None) is None
-    path.write_text("\n")
-    with pytest.raises(ConfigurationError, match="empty"):
-        read_token(str(path))
-    with pytest.raises(ConfigurationError, match="token_file"):
-        read_token(str(tmp_path / "missing"))
 
 
 # --- concurrent delivery ------------------------------------------------------------
@@ -474,8 +449,8 @@ def test_concurrent_threads_deliver_every_event_exactly_once(
         return _stored(events)
 
     api = _LocalAPI(handle)
-    delivery = Delivery(api.url, None, buffer, metrics, batch_size=100, concurrency=3,
-                        idle_poll=0.01, initial_delay=0.01, max_delay=0.02)
+    delivery = Delivery(DeliveryConfig(api.url, batch_size=100, concurrency=3, idle_poll=0.01,
+                                       initial_delay=0.01, max_delay=0.02), buffer, metrics)
     stop, written = threading.Event(), threading.Event()
     thread = _run(delivery, stop, written)
     try:
@@ -511,8 +486,8 @@ def test_backoff_is_shared_by_concurrent_requests(
         return 503, {"error": {"code": "unavailable", "message": "down"}}
 
     api = _LocalAPI(handle)
-    delivery = Delivery(api.url, None, buffer, metrics, batch_size=1, concurrency=2,
-                        initial_delay=1000, max_delay=10**6, jitter=lambda a, b: b)
+    delivery = Delivery(DeliveryConfig(api.url, batch_size=1, concurrency=2, initial_delay=1000,
+                                       max_delay=10**6), buffer, metrics, jitter=lambda a, b: b)
     stop, written = threading.Event(), threading.Event()
     thread = _run(delivery, stop, written)
     failures = {"reason": "server_error"}
@@ -520,7 +495,7 @@ def test_backoff_is_shared_by_concurrent_requests(
         _wait_for(lambda: sample_value(
             metrics, "tally_collector_delivery_failures_total", failures) == 2, stop)
         # counted once: the next pause is the second step (2 x 1000)
-        assert delivery.next_delay(None) == 2000
+        assert delivery.backoff.next_delay(None) == 2000
     finally:
         stop.set()
         written.set()
@@ -539,8 +514,9 @@ def test_an_idle_thread_does_not_reset_the_backoff(
     empty rounds as successes, so the pause keeps doubling."""
     buffer.append([_event(1)])
     api = _LocalAPI(lambda events: (503, {"error": {"code": "unavailable", "message": "x"}}))
-    delivery = Delivery(api.url, None, buffer, metrics, concurrency=2, idle_poll=0.001,
-                        initial_delay=0.01, max_delay=1000, jitter=lambda a, b: b)
+    delivery = Delivery(DeliveryConfig(api.url, concurrency=2, idle_poll=0.001,
+                                       initial_delay=0.01, max_delay=1000),
+                        buffer, metrics, jitter=lambda a, b: b)
     stop, written = threading.Event(), threading.Event()
     thread = _run(delivery, stop, written)
     failures = {"reason": "server_error"}
@@ -555,16 +531,8 @@ def test_an_idle_thread_does_not_reset_the_backoff(
     assert not thread.is_alive()
     count = int(sample_value(metrics, "tally_collector_delivery_failures_total", failures))
     assert count >= 5
-    assert delivery.next_delay(None) == pytest.approx(0.01 * 2**count)
+    assert delivery.backoff.next_delay(None) == pytest.approx(0.01 * 2**count)
     assert buffer.depth() == 1
-
-
-def test_delivery_concurrency_option(conf: Any, buffer: EventBuffer, metrics: CollectorMetrics) -> None:
-    assert conf.collector.delivery_concurrency == 2
-    conf.set_override("delivery_concurrency", 5, group="collector")
-    assert Delivery.from_conf(conf, buffer, metrics)._concurrency == 5
-    with pytest.raises(ValueError):
-        conf.set_override("delivery_concurrency", 0, group="collector")
 
 
 def test_a_partial_batch_lingers_for_more_events_and_a_full_one_does_not(
@@ -574,7 +542,7 @@ def test_a_partial_batch_lingers_for_more_events_and_a_full_one_does_not(
     delivery = _delivery(buffer, metrics, batch_size=4, linger=30.0)
     buffer.append([_event(n) for n in range(3)])
     assert delivery.deliver_once() == 0  # 3 of 4, fresh: waits for more
-    assert 0 < delivery._idle_wait() <= 1.0  # idle_poll bounds the wait
+    assert 0 < delivery.next_batch.idle_wait() <= 1.0  # idle_poll bounds the wait
     assert not requests_mock.called
     buffer.append([_event(n) for n in range(3, 6)])
     assert delivery.deliver_once() == 3  # whole items only while they fit: 3, then 3
@@ -589,7 +557,7 @@ def test_a_partial_batch_goes_out_once_its_oldest_event_has_lingered(
     delivery = _delivery(buffer, metrics, batch_size=4, linger=0.05, idle_poll=5.0)
     buffer.append([_event(1)])
     assert delivery.deliver_once() == 0
-    assert 0 < delivery._idle_wait() <= 0.05  # wakes when it is due, not at idle_poll
+    assert 0 < delivery.next_batch.idle_wait() <= 0.05  # wakes when it is due, not at idle_poll
     threading.Event().wait(0.08)
     assert delivery.deliver_once() == 1
     assert buffer.depth() == 0
@@ -647,7 +615,7 @@ def test_a_partial_batch_goes_when_the_backlog_is_overdue_not_after_the_linger(
                          backlog=backlog)
     buffer.append([_event(1)])
     assert delivery.deliver_once() == 0
-    assert 0 < delivery._idle_wait() <= 0.05  # not the linger's 30 s, not idle_poll
+    assert 0 < delivery.next_batch.idle_wait() <= 0.05  # not the linger's 30 s, not idle_poll
     threading.Event().wait(0.06)
     assert delivery.deliver_once() == 1
     assert buffer.depth() == 0

@@ -13,8 +13,8 @@ import pytest
 import requests
 import requests_mock as rm
 
+from collector.api_client import DeliveryRefused
 from collector.buffer import EventBuffer
-from collector.delivery import DeliveryRefused
 from collector.forward import ParkedForwarder
 from collector.metrics import CollectorMetrics
 from tests.unit.collector.conftest import sample_value

@@ -21,6 +21,7 @@ def _sources() -> dict[str, str]:
 
 @pytest.mark.parametrize(("pattern", "home"), [
     (r"^MAX_BATCH\s*(?::[^=]*)?=", "mapping/event.py"),
+    (r"^_?MAX_REASON(?:_LEN)?\s*(?::[^=]*)?=", "mapping/event.py"),
     (r"^ResourceKey\s*=", "mapping/event.py"),
     (r"^def utcnow\(", "reporting/clock.py"),
 ])
@@ -37,7 +38,7 @@ def test_now_as_naive_utc_is_never_written_out_again() -> None:
 
 
 def test_the_wire_limit_is_the_one_every_side_uses() -> None:
-    from collector.delivery import OPTS
+    from collector.delivery_config import OPTS
     from reporting.api.openapi_write import SCHEMAS
 
     (batch_size,) = [opt for opt in OPTS if opt.name == "batch_size"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from collector.delivery import read_token
+from collector.api_client import read_token
 from collector.errors import ConfigurationError
 from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
 from mapping.token_file import TokenFileError, read_token_file

@@ -1,0 +1,104 @@
+"""The Reporting API as the collector's senders see it: its URL and token, one POST,
+and what an answer other than 200 means.
+
+Shared by the delivery (``POST /v1/events``, ``collector.sender``) and the filing of
+parked items (``POST /v1/rejected-events``, ``collector.forward``), so both name a
+failure the same way: a ``DeliveryRefused`` whose ``reason`` is a metric label and
+whose text is one line an operator reads.
+"""
+
+from __future__ import annotations
+
+import requests
+
+from collector.errors import ConfigurationError
+from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
+from mapping.token_file import TokenFileError, read_token_file
+
+
+class DeliveryRefused(Exception):
+    """A request that must be retried later (the reason is a metric label)."""
+
+    def __init__(self, reason: str, detail: str, retry_after: float | None = None) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+def api_url(reporting_url: str, path: str) -> str:
+    """``path`` of the Reporting API at ``[collector] reporting_url``."""
+    try:
+        return check_base_url("[collector] reporting_url", reporting_url) + path
+    except ApiUrlError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def events_url(reporting_url: str) -> str:
+    return api_url(reporting_url, "/v1/events")
+
+
+def read_token(path: str | None) -> str | None:
+    """The token file's first line: the one rule of every Tally token file."""
+    if not path:
+        return None
+    try:
+        return read_token_file(path)
+    except TokenFileError as exc:
+        raise ConfigurationError(f"[collector] token_file {exc}") from None
+
+
+def headers(token: str | None) -> dict[str, str]:
+    """The headers of every request to the API: JSON bodies, the bearer token if any."""
+    sent = {"Content-Type": "application/json"}
+    if token:
+        sent["Authorization"] = f"Bearer {token}"
+    return sent
+
+
+def post(session: requests.Session, url: str, body: bytes, timeout: float) -> requests.Response:
+    """POST ``body``; a request that got no answer is a DeliveryRefused."""
+    try:
+        return session.post(url, data=body, timeout=timeout)
+    except requests.Timeout as exc:
+        raise DeliveryRefused("timeout", describe_request_error(exc, url)) from None
+    except requests.RequestException as exc:
+        # requests' text holds urllib3's twice (~600 characters): one reason instead.
+        raise DeliveryRefused("connection", describe_request_error(exc, url)) from None
+
+
+def _error_code(response: requests.Response) -> str:
+    try:
+        return str(response.json()["error"]["code"])
+    except Exception:
+        return ""
+
+
+def error_summary(response: requests.Response) -> str:
+    """The API's error code and message (clipped), for a reason an operator reads."""
+    try:
+        error = response.json()["error"]
+        summary = f"{error['code']}: {error['message']}"
+    except Exception:
+        return ""
+    return summary if len(summary) <= 300 else summary[:297] + "..."
+
+
+def refusal(response: requests.Response) -> DeliveryRefused:
+    """The retry-later failure a non-200 answer is (its reason a metric label)."""
+    status = response.status_code
+    detail = f"HTTP {status} {_error_code(response)}".strip()
+    if status == 429:
+        return DeliveryRefused("throttled", detail, _retry_after(response))
+    if status >= 500:
+        return DeliveryRefused("server_error", detail, _retry_after(response))
+    if status in (401, 403):
+        return DeliveryRefused("unauthorized", detail)
+    return DeliveryRefused("client_error", detail)
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    value = response.headers.get("Retry-After", "")
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
