@@ -1,32 +1,47 @@
-"""Benchmark: every project's statement summary of a month, and closing the month.
+"""Benchmark: every project's statement summary of a month, closing the month, and
+statements under a long closed history.
 
-One run on a fresh PostgreSQL database:
+The shape measured: a month of 100,000 resources over 1,000 projects with 20 events
+each (2,000,000 events, about 1.1 million statement lines in October 2026) on
+PostgreSQL, in a fresh database:
 
-1. load a month of a large cloud set-based, straight into the tables ingest writes
-   (not through the API, which would take hours here): ``--resources`` resources
-   (default 100,000) over ``--projects`` projects (1,000), ``--events`` events each
-   (20: 2,000,000 events).  One ``INSERT … SELECT`` over ``generate_series`` each
-   writes ``events``, ``resource_intervals`` and ``current_resources``; every event
-   carries the whole state and size and changes the state, so the intervals are
-   exactly what the fold makes of those events (the bench checks a sample of
-   resources by folding their stored histories with ``reporting.fold``);
+1. load the month set-based, straight into the tables ingest writes (not through the
+   API, which would take hours here): ``--resources`` resources over ``--projects``
+   projects, ``--events`` events each.  One ``INSERT … SELECT`` over
+   ``generate_series`` each writes ``events``, ``resource_intervals`` and
+   ``current_resources``; every event carries the whole state and size and changes
+   the state, so the intervals are exactly what the fold makes of those events (the
+   bench checks a sample of resources by folding their stored histories with
+   ``reporting.fold``);
 2. the floor: one hand-written SQL query summing, per project, the interval
    overlaps with the month × the rate of the interval's type, flavor, volume type and
    state (no price versions, no per-line rounding, no unrated lines: the least any
-   statement summary can cost);
+   statement summary can cost), run as PostgreSQL plans it (in parallel);
 3. summaries: ``reporting.billing.service.summaries`` for every project (one page of
    1,000), as ``GET /v1/statements?cloud&period`` computes it;
 4. close: ``reporting.billing.closing.close`` of the month (every project's statement
-   frozen with its lines; the close's rows are deleted between rounds).
+   frozen; the close's rows are deleted between rounds).  The first round also checks
+   a sample of frozen statements byte for byte against the pure rating's.
 
-It prints the median of ``--rounds`` timings of each and the ratios to the floor
-(targets: summaries <= 2x, close <= 3x).  Usage, from the checkout:
+The machine may be shared, so each round measures the floor right before each of
+the two workloads, and the bench prints the medians of ``--rounds`` rounds and the
+median of the rounds' ratios (targets: summaries <= 2x the floor, close <= 3x).
+
+5. history: a second cloud of ``--history`` instances gets 13 months of events
+   through the ingest code, one month at a time, each month closed after the next
+   month's events arrived, with late events about earlier closed months sprinkled in
+   after each close.  After 1, 2, 4, 8 and 12 closes (statistics refreshed, as
+   autovacuum keeps them) it times every project's summary and one project's
+   statement of the first open month, and their pending adjustments alone (medians
+   of 5): the adjustments cost the late facts, not the closed periods or history.
+
+Usage, from the checkout:
 
     python bench/statements.py [--resources 100000] [--projects 1000] [--events 20]
-                               [--rounds 3]
+                               [--rounds 5] [--history 400] [--keep]
 
-Needs the PostgreSQL named by TALLY_TEST_PG_URL (loopback default); creates and
-drops its own database.
+Needs the PostgreSQL named by TALLY_TEST_PG_URL (loopback default); creates its own
+database and drops it at the end (``--keep`` leaves it, and says its name).
 """
 
 from __future__ import annotations
@@ -47,10 +62,19 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reporting import fold, projection  # noqa: E402
-from reporting.billing import closing, service, versions  # noqa: E402
+from reporting import fold  # noqa: E402
+from reporting.billing import (  # noqa: E402
+    adjustments,
+    closing,
+    periods,
+    rating,
+    service,
+    statements,
+    versions,
+)
 from reporting.db import engine as db_engine  # noqa: E402
-from reporting.db import migrations  # noqa: E402
+from reporting.db import migrations, writes  # noqa: E402
+from reporting.ingest import ingest_events  # noqa: E402
 
 PG_URL = os.environ.get("TALLY_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 CLOUD, PERIOD = "bench", "2026-10"
@@ -203,7 +227,7 @@ def _check_sample(factory: Any, args: argparse.Namespace) -> None:
                 "SELECT resource_type FROM current_resources WHERE resource_id = :id"),
                 {"id": f"r{r}"}).scalar_one()
             key = ("openstack", CLOUD, rtype, f"r{r}")
-            _state, intervals = fold.fold(projection.history(session, key))
+            _state, intervals = fold.fold(writes.of(session).histories(session, [key])[key])
             stored = session.execute(sa.text(
                 'SELECT start, "end", project_id, state, event_id FROM resource_intervals '
                 "WHERE resource_id = :id ORDER BY start"), {"id": f"r{r}"}).all()
@@ -212,12 +236,167 @@ def _check_sample(factory: Any, args: argparse.Namespace) -> None:
     print("  a sample of 50 resources: stored intervals == fold of stored events")
 
 
+_CLOSE_TABLES = ("billing_periods", "closed_statements", "closed_kinds",
+                 "closed_resource_amounts")
+
+
+def _check_frozen(factory: Any, projects: int, count: int = 5) -> None:
+    """A sample of the frozen statements == the statements the pure rating renders
+    of the same intervals (no event arrived since the close)."""
+    start, end = periods.parse(PERIOD)
+    with factory() as session:
+        timeline = versions.timeline(session, CLOUD)
+        closed = statements.closed_periods(session, CLOUD)[PERIOD]
+        for project in random.Random(2).sample(range(projects), count):
+            project_id = f"p{project:04d}"
+            lines = rating.rate_intervals(
+                statements.intervals(session, CLOUD, start, end, project_id), timeline,
+                start, end, NOW)
+            expected = statements.text(statements.document(
+                cloud=CLOUD, project_id=project_id, period=PERIOD,
+                currency_code=statements.currency(timeline, end), closed=True,
+                computed_at=closed.closed_at, lines=lines, adjustments=[]))
+            answered = service.statement_text(session, CLOUD, project_id, PERIOD, NOW)
+            assert answered == expected, f"{project_id}: the frozen statement differs"
+    print(f"  a sample of {count} frozen statements == the pure rating's, byte for byte")
+
+
+def _round(engine: sa.Engine, factory: Any, check: bool) -> dict[str, float]:
+    pstart, pend = dt.datetime(2026, 10, 1), dt.datetime(2026, 11, 1)
+    timings: dict[str, float] = {}
+
+    def floor() -> tuple[float, int]:
+        with engine.connect() as conn:
+            seconds, rows = _timed(lambda: conn.execute(sa.text(_FLOOR), {
+                "cloud": CLOUD, "pstart": pstart, "pend": pend}).all())
+        return seconds, len(rows)
+
+    timings["floor_s"], projects = floor()
+    with factory() as session:
+        timings["summaries"], (items, more) = _timed(lambda: service.summaries(
+            session, CLOUD, PERIOD, None, 1000, NOW))
+    assert len(items) == projects and not more, (len(items), projects, more)
+    timings["floor_c"], _ = floor()
+    timings["close"], result = _timed(lambda: closing.close(factory, CLOUD, PERIOD, "bench", NOW))
+    assert result.created and result.frozen == projects
+    if check:
+        _check_frozen(factory, projects)
+    with engine.begin() as conn:
+        for table in _CLOSE_TABLES:
+            conn.execute(sa.text(f"DELETE FROM {table} WHERE period = :p"),  # noqa: S608
+                         {"p": PERIOD})
+    return timings
+
+
+def _history_events(resources: int, month: dt.datetime, rng: random.Random,
+                    counter: Any) -> list[dict[str, Any]]:
+    """A month of the history cloud: each instance created in the first month, then a
+    state change or a resize every ten days or so; a few deleted and recreated."""
+    items = []
+    for n in range(resources):
+        rid = f"h{n}"
+        for day in (1 + (n % 9), 11 + (n % 9), 21 + (n % 7)):
+            when = month.replace(day=day, hour=n % 24, minute=n % 60)
+            first = month == HISTORY_START and day == 1 + (n % 9)
+            items.append({
+                "event_id": f"hist-{next(counter)}",
+                "event_type": "compute.instance.create.end" if first
+                else "compute.instance.update",
+                "platform": "openstack", "cloud": HISTORY, "resource_type": "instance",
+                "resource_id": rid, "project_id": f"hp{n % HISTORY_PROJECTS:02d}",
+                "timestamp": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "source": "collector",
+                "payload": {"state": rng.choice(["active", "shutoff"]),
+                            "size": FLAVORS_SIZES[(n + day) % len(FLAVORS_SIZES)]},
+            })
+    return items
+
+
+HISTORY, HISTORY_PROJECTS = "history", 40
+HISTORY_START, HISTORY_NOW = dt.datetime(2026, 1, 1), dt.datetime(2027, 6, 1)
+FLAVORS_SIZES = [{"vcpus": f[1], "ram_gb": f[2], "disk_gb": f[3], "flavor": f[0]}
+                 for f in FLAVORS]
+
+
+def _history(factory: Any, resources: int) -> list[tuple[int, float, float, float]]:
+    """Close 12 months one by one with late events between closes; after 1, 2, 4, 8
+    and 12 closes, time the first open month's summaries and one statement."""
+    rng = random.Random(3)
+    counter = iter(range(10**9))
+    months = [HISTORY_START]
+    for _ in range(13):
+        months.append(periods.parse(periods.name_of(months[-1]))[1])
+    _ingest(factory, _history_events(resources, months[0], rng, counter))
+    found = []
+    for closes in range(1, 13):
+        # the next month's events arrive, then the month before them is closed
+        _ingest(factory, _history_events(resources, months[closes], rng, counter))
+        result = closing.close(factory, HISTORY, periods.name_of(months[closes - 1]),
+                               "bench", HISTORY_NOW)
+        assert result.created
+        # late facts about the closed months: a few power-offs dated in one of them
+        late = []
+        for _ in range(20):
+            month = months[rng.randrange(closes)]
+            n = rng.randrange(resources)
+            late.append({
+                "event_id": f"hist-late-{next(counter)}", "event_type": "compute.instance.update",
+                "platform": "openstack", "cloud": HISTORY, "resource_type": "instance",
+                "resource_id": f"h{n}", "project_id": f"hp{n % HISTORY_PROJECTS:02d}",
+                "timestamp": month.replace(day=15, hour=rng.randrange(24)).strftime(
+                    "%Y-%m-%dT%H:%M:%SZ"),
+                "source": "collector", "payload": {"state": "shutoff"},
+            })
+        _ingest(factory, late)
+        if closes in (1, 2, 4, 8, 12):
+            with factory() as session:
+                session.execute(sa.text("ANALYZE events"))  # as autovacuum keeps them
+                session.commit()
+            found.append(_history_point(factory, closes, periods.name_of(months[closes])))
+    return found
+
+
+def _history_point(factory: Any, closes: int, target: str) -> tuple[int, float, float, float]:
+    """Medians of 5 of: every project's summary of ``target``, one statement, and the
+    pending adjustments alone (the part that depends on the closed periods)."""
+    summary, statement, pending = [], [], []
+    for _ in range(5):
+        with factory() as session:
+            seconds, (items, _more) = _timed(lambda s=session: service.summaries(
+                s, HISTORY, target, None, 1000, HISTORY_NOW))
+            summary.append(seconds)
+            seconds, _text = _timed(lambda s=session: service.statement_text(
+                s, HISTORY, "hp00", target, HISTORY_NOW))
+            statement.append(seconds)
+            closed = statements.closed_periods(session, HISTORY)
+            timeline = versions.timeline(session, HISTORY)
+            seconds, found = _timed(lambda s=session, c=closed, t=timeline: (
+                adjustments.pending(s, HISTORY, target, c, t, HISTORY_NOW)))
+            pending.append(seconds)
+    point = (closes, statistics.median(summary), statistics.median(statement),
+             statistics.median(pending))
+    print(f"  {closes:2d} closed months: summaries of {target} {point[1] * 1000:.0f} ms, a "
+          f"statement {point[2] * 1000:.0f} ms, its pending adjustments alone "
+          f"{point[3] * 1000:.0f} ms ({len(found)} adjustments of "
+          f"{len({a.source_period for a in found})} closed months)", flush=True)
+    return point
+
+
+def _ingest(factory: Any, items: list[dict[str, Any]]) -> None:
+    for start in range(0, len(items), 1000):
+        results = ingest_events(factory, items[start:start + 1000], require_size_schema=False)
+        bad = [r for r in results if r.status != "stored"]
+        assert not bad, bad[:3]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--resources", type=int, default=100_000)
     parser.add_argument("--projects", type=int, default=1_000)
     parser.add_argument("--events", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--history", type=int, default=400,
+                        help="instances of the closed-history cloud (0: skip it)")
+    parser.add_argument("--keep", action="store_true", help="leave the database in place")
     args = parser.parse_args()
     name = f"tally_bench_statements_{uuid.uuid4().hex[:8]}"
     admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT")
@@ -235,37 +414,36 @@ def main() -> int:
         with factory() as session:
             versions.add(session, "default", PRICES, "bench", NOW)
             session.commit()
-        floor, summaries, close = [], [], []
-        pstart, pend = dt.datetime(2026, 10, 1), dt.datetime(2026, 11, 1)
+        rounds = []
         for round_number in range(args.rounds):
-            with engine.connect() as conn:
-                seconds, rows = _timed(lambda c=conn: c.execute(sa.text(_FLOOR), {
-                    "cloud": CLOUD, "pstart": pstart, "pend": pend}).all())
-            floor.append(seconds)
-            with factory() as session:
-                seconds, (items, more) = _timed(lambda s=session: service.summaries(
-                    s, CLOUD, PERIOD, None, 1000, NOW))
-            summaries.append(seconds)
-            assert len(items) == len(rows) and not more, (len(items), len(rows), more)
-            seconds, result = _timed(lambda: closing.close(factory, CLOUD, PERIOD, "bench", NOW))
-            assert result.created
-            close.append(seconds)
-            with engine.begin() as conn:
-                for table in ("billing_periods", "closed_statements", "closed_resource_amounts"):
-                    conn.execute(sa.text(f"DELETE FROM {table} WHERE period = :p"),  # noqa: S608
-                                 {"p": PERIOD})
-            print(f"  round {round_number + 1}: floor {floor[-1]:.2f} s, summaries "
-                  f"{summaries[-1]:.2f} s, close {close[-1]:.2f} s", flush=True)
-        base = statistics.median(floor)
-        print(f"floor (one SQL sum of overlaps x rates): {base:.2f} s (median of {args.rounds})")
-        print(f"summaries of every project: {statistics.median(summaries):.2f} s = "
-              f"{statistics.median(summaries) / base:.2f} x floor (target <= 2)")
-        print(f"close of the month: {statistics.median(close):.2f} s = "
-              f"{statistics.median(close) / base:.2f} x floor (target <= 3)")
+            rounds.append(_round(engine, factory, check=round_number == 0))
+            r = rounds[-1]
+            print(f"  round {round_number + 1}: floor {r['floor_s']:.2f} s, summaries "
+                  f"{r['summaries']:.2f} s ({r['summaries'] / r['floor_s']:.2f}x); floor "
+                  f"{r['floor_c']:.2f} s, close {r['close']:.2f} s "
+                  f"({r['close'] / r['floor_c']:.2f}x)", flush=True)
+        floors = [r[k] for r in rounds for k in ("floor_s", "floor_c")]
+        base = statistics.median(floors)
+        print(f"floor (one SQL sum of overlaps x rates): {base:.2f} s (median of "
+              f"{len(floors)} runs in {args.rounds} rounds)")
+        for label, key, floor_key, target in (("summaries of every project", "summaries",
+                                               "floor_s", 2),
+                                              ("close of the month", "close", "floor_c", 3)):
+            median = statistics.median(r[key] for r in rounds)
+            ratio = statistics.median(r[key] / r[floor_key] for r in rounds)
+            print(f"{label}: {median:.2f} s = {median / base:.2f} x floor; median of the "
+                  f"rounds' ratios {ratio:.2f} (target <= {target})")
+        if args.history:
+            print(f"history: {args.history} instances over {HISTORY_PROJECTS} projects, "
+                  "13 months, late events after each close ...", flush=True)
+            _history(factory, args.history)
     finally:
         engine.dispose()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        if args.keep:
+            print(f"database kept: {name}")
+        else:
+            with admin.connect() as conn:
+                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
     return 0
 
