@@ -108,7 +108,9 @@ class SqliteWrites(Writes):
         session.execute(sa.text("DELETE FROM billing_periods WHERE 1 = 0"))
 
     def month_of(self, instant: Any) -> sa.ColumnElement[Any]:
-        return sa.func.substr(instant, 1, 7)  # 'YYYY-MM' of 'YYYY-MM-DD HH:MM:SS.ffffff'
+        # 'YYYY-MM' of 'YYYY-MM-DD HH:MM:SS.ffffff'; literals, not bound parameters,
+        # so that the planner matches the index's expression.
+        return sa.func.substr(instant, sa.literal_column("1"), sa.literal_column("7"))
 
     def project_subtotals(self, session: Session, cloud: str, versions: Sequence[Any],
                           start: dt.datetime, end: dt.datetime, now: dt.datetime,
