@@ -27,13 +27,14 @@ The machine may be shared, so each round measures the floor right before each of
 the two workloads, and the bench prints the medians of ``--rounds`` rounds and the
 median of the rounds' ratios (targets: summaries <= 2x the floor, close <= 3x).
 
-5. history: a second cloud of ``--history`` instances gets 13 months of events
-   through the ingest code, one month at a time, each month closed after the next
-   month's events arrived, with late events about earlier closed months sprinkled in
-   after each close.  After 1, 2, 4, 8 and 12 closes (statistics refreshed, as
-   autovacuum keeps them) it times every project's summary and one project's
-   statement of the first open month, and their pending adjustments alone (medians
-   of 5): the adjustments cost the late facts, not the closed periods or history.
+5. history: before the month is loaded, five small clouds of ``--history`` instances
+   get 2 to 13 months of events through the ingest code, one month at a time, and 1,
+   2, 4, 8 and 12 of those months closed one by one (each after the next month's
+   events arrived), with 10 late events about earlier closed months after each
+   close.  At the end (the big month's two million receipts arrived after all those
+   closes) it times each cloud's summaries and one statement of its first open month,
+   and the pending adjustments alone (medians of 5): the adjustments cost the late
+   facts, so they grow neither with the closed periods nor with the receipts since.
 
 Usage, from the checkout:
 
@@ -62,19 +63,11 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import closed_history  # noqa: E402
 from reporting import fold  # noqa: E402
-from reporting.billing import (  # noqa: E402
-    adjustments,
-    closing,
-    periods,
-    rating,
-    service,
-    statements,
-    versions,
-)
+from reporting.billing import closing, periods, rating, service, statements, versions  # noqa: E402
 from reporting.db import engine as db_engine  # noqa: E402
 from reporting.db import migrations, writes  # noqa: E402
-from reporting.ingest import ingest_events  # noqa: E402
 
 PG_URL = os.environ.get("TALLY_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 CLOUD, PERIOD = "bench", "2026-10"
@@ -288,106 +281,6 @@ def _round(engine: sa.Engine, factory: Any, check: bool) -> dict[str, float]:
     return timings
 
 
-def _history_events(resources: int, month: dt.datetime, rng: random.Random,
-                    counter: Any) -> list[dict[str, Any]]:
-    """A month of the history cloud: each instance created in the first month, then a
-    state change or a resize every ten days or so; a few deleted and recreated."""
-    items = []
-    for n in range(resources):
-        rid = f"h{n}"
-        for day in (1 + (n % 9), 11 + (n % 9), 21 + (n % 7)):
-            when = month.replace(day=day, hour=n % 24, minute=n % 60)
-            first = month == HISTORY_START and day == 1 + (n % 9)
-            items.append({
-                "event_id": f"hist-{next(counter)}",
-                "event_type": "compute.instance.create.end" if first
-                else "compute.instance.update",
-                "platform": "openstack", "cloud": HISTORY, "resource_type": "instance",
-                "resource_id": rid, "project_id": f"hp{n % HISTORY_PROJECTS:02d}",
-                "timestamp": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "source": "collector",
-                "payload": {"state": rng.choice(["active", "shutoff"]),
-                            "size": FLAVORS_SIZES[(n + day) % len(FLAVORS_SIZES)]},
-            })
-    return items
-
-
-HISTORY, HISTORY_PROJECTS = "history", 40
-HISTORY_START, HISTORY_NOW = dt.datetime(2026, 1, 1), dt.datetime(2027, 6, 1)
-FLAVORS_SIZES = [{"vcpus": f[1], "ram_gb": f[2], "disk_gb": f[3], "flavor": f[0]}
-                 for f in FLAVORS]
-
-
-def _history(factory: Any, resources: int) -> list[tuple[int, float, float, float]]:
-    """Close 12 months one by one with late events between closes; after 1, 2, 4, 8
-    and 12 closes, time the first open month's summaries and one statement."""
-    rng = random.Random(3)
-    counter = iter(range(10**9))
-    months = [HISTORY_START]
-    for _ in range(13):
-        months.append(periods.parse(periods.name_of(months[-1]))[1])
-    _ingest(factory, _history_events(resources, months[0], rng, counter))
-    found = []
-    for closes in range(1, 13):
-        # the next month's events arrive, then the month before them is closed
-        _ingest(factory, _history_events(resources, months[closes], rng, counter))
-        result = closing.close(factory, HISTORY, periods.name_of(months[closes - 1]),
-                               "bench", HISTORY_NOW)
-        assert result.created
-        # late facts about the closed months: a few power-offs dated in one of them
-        late = []
-        for _ in range(20):
-            month = months[rng.randrange(closes)]
-            n = rng.randrange(resources)
-            late.append({
-                "event_id": f"hist-late-{next(counter)}", "event_type": "compute.instance.update",
-                "platform": "openstack", "cloud": HISTORY, "resource_type": "instance",
-                "resource_id": f"h{n}", "project_id": f"hp{n % HISTORY_PROJECTS:02d}",
-                "timestamp": month.replace(day=15, hour=rng.randrange(24)).strftime(
-                    "%Y-%m-%dT%H:%M:%SZ"),
-                "source": "collector", "payload": {"state": "shutoff"},
-            })
-        _ingest(factory, late)
-        if closes in (1, 2, 4, 8, 12):
-            with factory() as session:
-                session.execute(sa.text("ANALYZE events"))  # as autovacuum keeps them
-                session.commit()
-            found.append(_history_point(factory, closes, periods.name_of(months[closes])))
-    return found
-
-
-def _history_point(factory: Any, closes: int, target: str) -> tuple[int, float, float, float]:
-    """Medians of 5 of: every project's summary of ``target``, one statement, and the
-    pending adjustments alone (the part that depends on the closed periods)."""
-    summary, statement, pending = [], [], []
-    for _ in range(5):
-        with factory() as session:
-            seconds, (items, _more) = _timed(lambda s=session: service.summaries(
-                s, HISTORY, target, None, 1000, HISTORY_NOW))
-            summary.append(seconds)
-            seconds, _text = _timed(lambda s=session: service.statement_text(
-                s, HISTORY, "hp00", target, HISTORY_NOW))
-            statement.append(seconds)
-            closed = statements.closed_periods(session, HISTORY)
-            timeline = versions.timeline(session, HISTORY)
-            seconds, found = _timed(lambda s=session, c=closed, t=timeline: (
-                adjustments.pending(s, HISTORY, target, c, t, HISTORY_NOW)))
-            pending.append(seconds)
-    point = (closes, statistics.median(summary), statistics.median(statement),
-             statistics.median(pending))
-    print(f"  {closes:2d} closed months: summaries of {target} {point[1] * 1000:.0f} ms, a "
-          f"statement {point[2] * 1000:.0f} ms, its pending adjustments alone "
-          f"{point[3] * 1000:.0f} ms ({len(found)} adjustments of "
-          f"{len({a.source_period for a in found})} closed months)", flush=True)
-    return point
-
-
-def _ingest(factory: Any, items: list[dict[str, Any]]) -> None:
-    for start in range(0, len(items), 1000):
-        results = ingest_events(factory, items[start:start + 1000], require_size_schema=False)
-        bad = [r for r in results if r.status != "stored"]
-        assert not bad, bad[:3]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--resources", type=int, default=100_000)
@@ -407,13 +300,18 @@ def main() -> int:
     try:
         migrations.upgrade(url)
         factory = db_engine.make_sessionmaker(engine)
+        with factory() as session:
+            versions.add(session, "default", PRICES, "bench", NOW)
+            session.commit()
+        if args.history:
+            # first, so that the month loaded next is received after their closes
+            print(f"history: {closed_history.describe(args.history)} ...", flush=True)
+            seconds, _ = _timed(lambda: closed_history.build(factory, args.history))
+            print(f"  ingested and closed in {seconds:.0f} s", flush=True)
         print(f"loading {args.resources} resources x {args.events} events over "
               f"{args.projects} projects ...", flush=True)
         _load(engine, args)
         _check_sample(factory, args)
-        with factory() as session:
-            versions.add(session, "default", PRICES, "bench", NOW)
-            session.commit()
         rounds = []
         for round_number in range(args.rounds):
             rounds.append(_round(engine, factory, check=round_number == 0))
@@ -422,21 +320,22 @@ def main() -> int:
                   f"{r['summaries']:.2f} s ({r['summaries'] / r['floor_s']:.2f}x); floor "
                   f"{r['floor_c']:.2f} s, close {r['close']:.2f} s "
                   f"({r['close'] / r['floor_c']:.2f}x)", flush=True)
-        floors = [r[k] for r in rounds for k in ("floor_s", "floor_c")]
-        base = statistics.median(floors)
-        print(f"floor (one SQL sum of overlaps x rates): {base:.2f} s (median of "
-              f"{len(floors)} runs in {args.rounds} rounds)")
-        for label, key, floor_key, target in (("summaries of every project", "summaries",
-                                               "floor_s", 2),
-                                              ("close of the month", "close", "floor_c", 3)):
-            median = statistics.median(r[key] for r in rounds)
-            ratio = statistics.median(r[key] / r[floor_key] for r in rounds)
-            print(f"{label}: {median:.2f} s = {median / base:.2f} x floor; median of the "
-                  f"rounds' ratios {ratio:.2f} (target <= {target})")
+        if rounds:
+            floors = [r[k] for r in rounds for k in ("floor_s", "floor_c")]
+            base = statistics.median(floors)
+            print(f"floor (one SQL sum of overlaps x rates): {base:.2f} s (median of "
+                  f"{len(floors)} runs in {args.rounds} rounds)")
+            for label, key, floor_key, target in (
+                    ("summaries of every project", "summaries", "floor_s", 2),
+                    ("close of the month", "close", "floor_c", 3)):
+                median = statistics.median(r[key] for r in rounds)
+                ratio = statistics.median(r[key] / r[floor_key] for r in rounds)
+                print(f"{label}: {median:.2f} s = {median / base:.2f} x floor; median of "
+                      f"the rounds' ratios {ratio:.2f} (target <= {target})")
         if args.history:
-            print(f"history: {args.history} instances over {HISTORY_PROJECTS} projects, "
-                  "13 months, late events after each close ...", flush=True)
-            _history(factory, args.history)
+            print(f"history, after {args.events * args.resources} later receipts of another "
+                  "cloud:", flush=True)
+            closed_history.measure(factory)
     finally:
         engine.dispose()
         if args.keep:

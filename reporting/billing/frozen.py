@@ -72,7 +72,7 @@ def freeze_in_python(session: Session, cloud: str, period: str,
     caller, who renders it with the totals answered."""
     start, end = periods.parse(period)
     ranges = kinds_of.ranges(versions, start, end)
-    number = {id(r.version): r.number for r in ranges}
+    number = {r.version.label if r.version else None: r.number for r in ranges}
     items = statements.intervals(session, cloud, start, end)
     pieces = []
     distinct: dict[tuple[str, bool, str, str], Any] = {}
@@ -91,7 +91,7 @@ def freeze_in_python(session: Session, cloud: str, period: str,
     rows: dict[str, dict[str, Any]] = {}
     for item, key, piece_start, piece_end, version in sorted(
             pieces, key=lambda p: (p[0].resource_type, p[0].resource_id, p[2])):
-        kind = by_key[(number[id(version)], *key)]
+        kind = by_key[(number[version.label if version else None], *key)]
         interval = item.interval
         zero = version is not None and interval.project_id in version.zero_rated_projects
         line = rating.line_of(item.resource_type, item.resource_id, interval, piece_start,
