@@ -175,8 +175,8 @@ def _adjustments(
         ref = (booked.resource_type, booked.resource_id)
         key = (booked.source_period, booked.project_id, ref)
         base[key] = money.add(base[key], booked.amount)
-        key = (booked.source_period, ref)
-        booked_until[key] = max(booked_until.get(key, 0), booked.cutoff_seq)
+        until = (booked.source_period, ref)
+        booked_until[until] = max(booked_until.get(until, 0), booked.cutoff_seq)
     result: list[Adjustment] = []
     for name in names:
         source = closed[name]
@@ -187,8 +187,8 @@ def _adjustments(
                 if (item.resource_type, item.resource_id) in wanted[name]]
         for line in rating.rate_intervals(mine, versions, start, end, now):
             if line.amount is not None:
-                key = (line.project_id, (line.resource_type, line.resource_id))
-                recomputed[key] = money.add(recomputed[key], line.amount)
+                line_key = (line.project_id, (line.resource_type, line.resource_id))
+                recomputed[line_key] = money.add(recomputed[line_key], line.amount)
         frozen_here = {(project, ref): amount for (period, project, ref), amount in base.items()
                        if period == name and ref in wanted[name]}
         for project, ref in sorted(set(recomputed) | set(frozen_here)):

@@ -1,4 +1,4 @@
-"""Revision 0012 on both backends: statements frozen whole before it are answered as
+"""Revision 0015 on both backends: statements frozen whole before it are answered as
 stored after it, and its downgrade refuses while a statement is frozen as lines."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from reporting.db import migrations
 from tests.functional.billing.history import PRICES, october, seed
 
 NOW = dt.datetime(2026, 12, 15)
-BEFORE = "0011_fold_hot_fillfactor"
+BEFORE = "0014_period_currency"
 
 
 def test_whole_bodies_stay_and_frozen_lines_block_the_downgrade(empty_db_url: str) -> None:
