@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from reporting import ingest as ingesting
 from reporting.billing import adjustments, closing, periods, service, statements, versions
-from reporting.ingest import ingest_events
 
 # The bench's flavors: (name, vcpus, ram_gb, disk_gb).
 FLAVORS = [("m1.small", 1, 2, 20), ("m1.medium", 2, 4, 40), ("m1.large", 4, 8, 80),
@@ -125,6 +125,7 @@ def measure(factory: Any) -> list[tuple[int, float, float, float]]:
 
 def ingest(factory: Any, items: list[dict[str, Any]]) -> None:
     for start in range(0, len(items), 1000):
-        results = ingest_events(factory, items[start:start + 1000], require_size_schema=False)
+        results = ingesting.ingest(factory, items[start:start + 1000],
+                                   require_size_schema=False)
         bad = [r for r in results if r.status != "stored"]
         assert not bad, bad[:3]
