@@ -1,7 +1,8 @@
 """Adjustments: what later facts changed in closed periods.
 
-A closed period Q froze, per project and resource, the amount its statement billed
-(``closed_resource_amounts``) at its ingestion cutoff.  A fact received after that
+A closed period Q froze, per project, its statement's lines at its ingestion cutoff
+(``reporting.billing.frozen``; before revision 0015, the amount per resource,
+``closed_resource_amounts``): what it billed each resource.  A fact received after that
 cutoff and dated before Q's end may change what Q computes now.  Per project and
 resource: ``amount = recomputed(Q) - frozen(Q) - adjustments already booked for Q``,
 with the ids of the events received after the last booking that caused it.  It
@@ -9,29 +10,45 @@ belongs on the statement of the first open period after Q; that period's close b
 it (``billing_adjustments``), and a still later fact makes the next adjustment.
 
 Only resources with such late events can differ (the fold is causal in time and
-closed periods' price versions never change), so this costs the late facts, not the
-month: there is no lookback limit.
+closed periods' price versions never change), and only those with a late event
+received after the last close that booked Q's adjustments: that close made frozen +
+booked equal the truth of its snapshot for every resource.  Closes are serialised and
+each one's snapshot follows the previous one's commit, so cutoffs grow in close
+order, and the last close among the periods from Q up to the open period is one that
+booked Q's adjustments (or Q's own): its cutoff, the largest of them, is where Q's
+late facts start.  Those periods all precede the open one, so one range of the events
+index per month of history finds every closed period's late facts at once: the cost
+is the late facts, whatever the number of closed periods or the length of history.
+There is no lookback limit.
 """
 
 from __future__ import annotations
 
 import collections
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from reporting.billing import money, periods, rating
+from reporting.billing import frozen, money, periods, rating
 from reporting.billing.pricelist import PriceVersion
 from reporting.billing.statements import Adjustment, ResourceRef, intervals_of
-from reporting.db.billing_models import BillingPeriod, BookedAdjustment, ClosedResourceAmount
+from reporting.db import writes
+from reporting.db.billing_models import (
+    BillingPeriod,
+    BookedAdjustment,
+    ClosedResourceAmount,
+    ClosedStatement,
+)
 from reporting.db.models import Event
 
 _CHUNK = 400
 _ZERO = Decimal("0.00")
+# A resource as the event index knows it: (platform, resource_type, resource_id).
+_Resource = tuple[str, str, str]
 
 
 def first_open_after(period: str, closed: Mapping[str, object]) -> str:
@@ -50,74 +67,144 @@ def sources(target: str, closed: Mapping[str, BillingPeriod]) -> list[BillingPer
     ]
 
 
-def _late_events(session: Session, cloud: str, source: BillingPeriod
-                 ) -> dict[ResourceRef, list[tuple[int, str]]]:
-    """Events received after ``source``'s cutoff and dated before its end."""
-    _start, end = periods.parse(source.period)
-    query = (
-        sa.select(Event.resource_type, Event.resource_id, Event.seq, Event.event_id)
-        .where(Event.cloud == cloud, Event.seq > source.cutoff_seq, Event.timestamp < end)
-        .order_by(Event.seq)
-    )
-    found: dict[ResourceRef, list[tuple[int, str]]] = collections.defaultdict(list)
-    for row in session.execute(query):
-        found[(row.resource_type, row.resource_id)].append((row.seq, row.event_id))
+def settled(source: BillingPeriod, target: str, closed: Mapping[str, BillingPeriod]) -> int:
+    """The receipt up to which ``source``'s adjustments are booked: the largest cutoff
+    of the closed periods from ``source`` up to ``target`` (see the module's text)."""
+    return max(row.cutoff_seq for name, row in closed.items() if source.period <= name < target)
+
+
+def _events_of(session: Session, cloud: str, resources: Sequence[_Resource], after_seq: int,
+               before: dt.datetime) -> dict[ResourceRef, list[tuple[int, str, dt.datetime]]]:
+    """The events of ``resources`` received after ``after_seq`` and dated before
+    ``before``, in receipt order (``ix_events_resource_order``)."""
+    found: dict[ResourceRef, list[tuple[int, str, dt.datetime]]] = collections.defaultdict(list)
+    for chunk in _chunks(resources):
+        query = sa.select(Event.resource_type, Event.resource_id, Event.seq, Event.event_id,
+                          Event.timestamp).where(
+            Event.cloud == cloud,
+            sa.tuple_(Event.platform, Event.resource_type, Event.resource_id).in_(chunk),
+            Event.seq > after_seq, Event.timestamp < before,
+        )
+        for row in session.execute(query):
+            found[(row.resource_type, row.resource_id)].append(
+                (row.seq, row.event_id, row.timestamp))
+    for events in found.values():
+        events.sort()
     return found
 
 
-def _by_resource(session: Session, model: Any, cloud: str, source: str, column: str,
+def _chunks(items: Sequence[Any]) -> list[list[Any]]:
+    return [list(items[index:index + _CHUNK]) for index in range(0, len(items), _CHUNK)]
+
+
+def _by_resource(session: Session, model: Any, cloud: str, column: str, names: list[str],
                  refs: list[ResourceRef]) -> list[Any]:
+    """The rows of ``model`` of ``refs`` whose ``column`` (a period) is in ``names``."""
     rows: list[Any] = []
-    for index in range(0, len(refs), _CHUNK):
-        chunk = refs[index:index + _CHUNK]
+    for chunk in _chunks(refs):
         query: Any = sa.select(model).where(
-            model.cloud == cloud,
-            getattr(model, column) == source,
+            model.cloud == cloud, getattr(model, column).in_(names),
             sa.tuple_(model.resource_type, model.resource_id).in_(chunk),
         )
         rows.extend(session.execute(query).scalars())
     return rows
 
 
-def for_source(
-    session: Session, cloud: str, source: BillingPeriod, versions: list[PriceVersion],
-    now: dt.datetime, project_id: str | None = None,
+def _frozen_base(session: Session, cloud: str, wanted: Mapping[str, set[ResourceRef]],
+                 projects: Mapping[ResourceRef, set[str]]
+                 ) -> dict[tuple[str, str, ResourceRef], Decimal]:
+    """What the frozen lines billed the resources ``wanted`` per closed period, per
+    (period, project); a line's project is one its resource's events named
+    (``projects``), so only those statements are read."""
+    pairs = sorted({(name, project) for name, refs in wanted.items() for ref in refs
+                    for project in projects.get(ref, {""})})
+    ids = {rid for refs in wanted.values() for _rtype, rid in refs}
+    rows: list[ClosedStatement] = []
+    for chunk in _chunks(pairs):
+        query = sa.select(ClosedStatement).where(
+            ClosedStatement.cloud == cloud, ClosedStatement.lines_at.is_not(None),
+            sa.tuple_(ClosedStatement.period, ClosedStatement.project_id).in_(chunk))
+        rows.extend(session.execute(query).scalars())
+    kinds = frozen.kinds_of_periods(session, cloud, sorted({row.period for row in rows}))
+    base: dict[tuple[str, str, ResourceRef], Decimal] = collections.defaultdict(lambda: _ZERO)
+    for row in rows:
+        for line in frozen.lines(session, row, ids, kinds[row.period]):
+            ref = (line.resource_type, line.resource_id)
+            if ref in wanted[row.period] and line.amount is not None:
+                key = (row.period, row.project_id, ref)
+                base[key] = money.add(base[key], line.amount)
+    return base
+
+
+def _projects_of(session: Session, cloud: str, resources: Sequence[_Resource]
+                 ) -> dict[ResourceRef, set[str]]:
+    """Every project the events of each of ``resources`` name (and the empty one)."""
+    found: dict[ResourceRef, set[str]] = collections.defaultdict(lambda: {""})
+    for chunk in _chunks(resources):
+        query = sa.select(Event.resource_type, Event.resource_id, Event.project_id).distinct(
+        ).where(Event.cloud == cloud,
+                sa.tuple_(Event.platform, Event.resource_type, Event.resource_id).in_(chunk))
+        for row in session.execute(query):
+            found[(row.resource_type, row.resource_id)].add(row.project_id)
+    return found
+
+
+def _adjustments(
+    session: Session, cloud: str, late: Mapping[str, Sequence[_Resource]],
+    closed: Mapping[str, BillingPeriod], versions: list[PriceVersion], now: dt.datetime,
+    project_id: str | None,
 ) -> list[Adjustment]:
-    """The adjustments closed period ``source`` needs now (of one project, if given)."""
-    late = _late_events(session, cloud, source)
-    if not late:
-        return []
-    refs = sorted(late)
-    start, end = periods.parse(source.period)
-    recomputed: dict[tuple[str, ResourceRef], Decimal] = collections.defaultdict(lambda: _ZERO)
-    for line in rating.rate_intervals(intervals_of(session, cloud, start, end, refs),
-                                      versions, start, end, now):
-        if line.amount is not None:
-            key = (line.project_id, (line.resource_type, line.resource_id))
-            recomputed[key] = money.add(recomputed[key], line.amount)
-    base: dict[tuple[str, ResourceRef], Decimal] = collections.defaultdict(lambda: _ZERO)
-    for frozen in _by_resource(session, ClosedResourceAmount, cloud, source.period, "period",
-                               refs):
-        key = (frozen.project_id, (frozen.resource_type, frozen.resource_id))
-        base[key] = money.add(base[key], frozen.amount)
-    booked_until: dict[ResourceRef, int] = {}
-    for booked in _by_resource(session, BookedAdjustment, cloud, source.period,
-                               "source_period", refs):
+    """The adjustments of the closed periods ``late`` names, each for its resources with
+    a late fact not booked yet (one project's, if given): a fixed number of queries for
+    all of them, whatever their number."""
+    names = sorted(late)
+    resources = sorted({resource for found in late.values() for resource in found})
+    refs = sorted({(rtype, rid) for _platform, rtype, rid in resources})
+    bounds = {name: periods.parse(name) for name in names}
+    first, last = bounds[names[0]][0], bounds[names[-1]][1]
+    history = _events_of(session, cloud, resources,
+                         min(closed[name].cutoff_seq for name in names), last)
+    items = intervals_of(session, cloud, first, last, resources)
+    wanted = {name: {(rtype, rid) for _platform, rtype, rid in late[name]} for name in names}
+    base = _frozen_base(session, cloud, wanted, _projects_of(session, cloud, resources))
+    for legacy in _by_resource(session, ClosedResourceAmount, cloud, "period", names, refs):
+        key = (legacy.period, legacy.project_id, (legacy.resource_type, legacy.resource_id))
+        base[key] = money.add(base[key], legacy.amount)
+    booked_until: dict[tuple[str, ResourceRef], int] = {}
+    for booked in _by_resource(session, BookedAdjustment, cloud, "source_period", names, refs):
         ref = (booked.resource_type, booked.resource_id)
-        base[(booked.project_id, ref)] = money.add(base[(booked.project_id, ref)], booked.amount)
-        booked_until[ref] = max(booked_until.get(ref, 0), booked.cutoff_seq)
+        key = (booked.source_period, booked.project_id, ref)
+        base[key] = money.add(base[key], booked.amount)
+        until = (booked.source_period, ref)
+        booked_until[until] = max(booked_until.get(until, 0), booked.cutoff_seq)
     result: list[Adjustment] = []
-    for project, ref in sorted(set(recomputed) | set(base)):
-        if project_id is not None and project != project_id:
-            continue
-        amount = money.subtract(recomputed[(project, ref)], base[(project, ref)])
-        if amount == 0:
-            continue
-        since = booked_until.get(ref, source.cutoff_seq)
-        causes = [event_id for seq, event_id in late[ref] if seq > since] or [
-            event_id for _seq, event_id in late[ref]
-        ]
-        result.append(Adjustment(source.period, project, ref[0], ref[1], amount, causes))
+    for name in names:
+        source = closed[name]
+        start, end = bounds[name]
+        recomputed: dict[tuple[str, ResourceRef], Decimal] = collections.defaultdict(
+            lambda: _ZERO)
+        mine = [item for item in items
+                if (item.resource_type, item.resource_id) in wanted[name]]
+        for line in rating.rate_intervals(mine, versions, start, end, now):
+            if line.amount is not None:
+                line_key = (line.project_id, (line.resource_type, line.resource_id))
+                recomputed[line_key] = money.add(recomputed[line_key], line.amount)
+        frozen_here = {(project, ref): amount for (period, project, ref), amount in base.items()
+                       if period == name and ref in wanted[name]}
+        for project, ref in sorted(set(recomputed) | set(frozen_here)):
+            if project_id is not None and project != project_id:
+                continue
+            amount = money.subtract(recomputed[(project, ref)],
+                                    frozen_here.get((project, ref), _ZERO))
+            if amount == 0:
+                continue
+            events = [(seq, event_id) for seq, event_id, when in history.get(ref, [])
+                      if seq > source.cutoff_seq and when < end]
+            since = booked_until.get((name, ref), source.cutoff_seq)
+            causes = [event_id for seq, event_id in events if seq > since] or [
+                event_id for _seq, event_id in events
+            ]
+            result.append(Adjustment(name, project, ref[0], ref[1], amount, causes))
     return result
 
 
@@ -126,7 +213,22 @@ def pending(
     versions: list[PriceVersion], now: dt.datetime, project_id: str | None = None,
 ) -> list[Adjustment]:
     """Every adjustment the statement of open period ``target`` carries now."""
-    found: list[Adjustment] = []
-    for source in sources(target, closed):
-        found.extend(for_source(session, cloud, source, versions, now, project_id))
-    return found
+    found_sources = sources(target, closed)
+    if not found_sources:
+        return []
+    # Thresholds shrink and ends grow with the period: the latest source's range holds
+    # every source's late facts.
+    thresholds = {s.period: settled(s, target, closed) for s in found_sources}
+    latest = found_sources[-1]
+    events = writes.of(session).late_events(session, cloud, periods.parse(latest.period)[1],
+                                            thresholds[latest.period])
+    late: dict[str, list[_Resource]] = {}
+    for source in found_sources:
+        end = periods.parse(source.period)[1]
+        resources = sorted({(e.platform, e.resource_type, e.resource_id) for e in events
+                            if e.seq > thresholds[source.period] and e.timestamp < end})
+        if resources:
+            late[source.period] = resources
+    if not late:
+        return []
+    return _adjustments(session, cloud, late, closed, versions, now, project_id)

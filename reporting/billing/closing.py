@@ -7,9 +7,11 @@ ingest transaction of its events, so the intervals in the snapshot are the fold 
 those events: a closed statement is the statement of the facts received up to the
 cutoff, and anyone can recompute it from the history.
 
-The close also books the adjustments of earlier closed periods that belong on this
-period's statement, and freezes the per-resource amounts later adjustments compare
-against.  A second close of the same period (any replica) finds the row and changes
+What is frozen (``reporting.billing.frozen``): per project the statement's text
+around its lines and the lines as rows, and per resource the amount later
+adjustments compare against; the write seam computes the lines set-based where the
+database can (``freeze_lines``).  The close also books the adjustments of earlier
+closed periods that belong on this period's statement.  A second close of the same period (any replica) finds the row and changes
 nothing.
 """
 
@@ -24,23 +26,10 @@ from decimal import Decimal
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting.billing import (
-    adjustments,
-    billing_metrics,
-    locks,
-    money,
-    periods,
-    rating,
-    statements,
-)
+from reporting.billing import adjustments, billing_metrics, locks, money, periods, statements
 from reporting.billing.versions import timeline
 from reporting.db import writes
-from reporting.db.billing_models import (
-    BillingPeriod,
-    BookedAdjustment,
-    ClosedResourceAmount,
-    ClosedStatement,
-)
+from reporting.db.billing_models import BillingPeriod, BookedAdjustment, ClosedStatement
 from reporting.db.models import Event
 
 
@@ -99,44 +88,45 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
     if existing is not None:
         return Closed(existing, created=False)
     seq, received_at = cutoff if cutoff is not None else _cutoff(session)
-    start, end = periods.parse(period)
+    _start, end = periods.parse(period)
     versions = timeline(session, cloud)
     closed = statements.closed_periods(session, cloud)
-    lines: dict[str, list[rating.Line]] = collections.defaultdict(list)
-    for line in rating.rate_intervals(statements.intervals(session, cloud, start, end),
-                                      versions, start, end, now):
-        lines[line.project_id].append(line)
     booked: dict[str, list[statements.Adjustment]] = collections.defaultdict(list)
     found = adjustments.pending(session, cloud, period, closed, versions, now)
     for adjustment in found:
         booked[adjustment.project_id].append(adjustment)
     code = statements.currency(versions, end)
-    frozen: list[dict[str, object]] = []
-    amounts: list[dict[str, object]] = []
-    for project in sorted(set(lines) | set(booked)):
+    # The lines, per-resource amounts and totals are frozen where the database can rate
+    # them set-based; each project's text around its lines is rendered here.
+    totals = writes.of(session).freeze_lines(session, cloud, period, versions, now)
+    enveloped: list[dict[str, object]] = []  # the frozen rows, completed
+    whole: list[dict[str, object]] = []  # statements of adjustments only
+    totals_billed: list[Decimal] = []
+    for project in sorted(set(totals) | set(booked)):
         document = statements.document(
             cloud=cloud, project_id=project, period=period, currency_code=code, closed=True,
-            computed_at=now, lines=lines[project], adjustments=booked[project],
+            computed_at=now, lines=[], adjustments=booked[project],
+            frozen=totals.get(project, (money.ZERO, 0)),
         )
-        frozen.append({
-            "cloud": cloud, "period": period, "project_id": project,
-            "body": statements.text(document), "subtotal": Decimal(document["subtotal"]),
+        body, lines_at = (statements.envelope(document) if project in totals
+                          # adjustments only: no line to freeze, the body is the whole text
+                          else (statements.text(document), None))
+        row: dict[str, object] = {
+            "cloud": cloud, "period": period, "project_id": project, "body": body,
+            "lines_at": lines_at, "subtotal": Decimal(document["subtotal"]),
             "adjustments_total": Decimal(document["adjustments_total"]),
             "total": Decimal(document["total"]), "unrated_lines": document["unrated_lines"],
-        })
-        amounts.extend(
-            {"cloud": cloud, "period": period, "project_id": project, "resource_type": rtype,
-             "resource_id": rid, "amount": amount}
-            for (rtype, rid), amount in rating.resource_amounts(lines[project]).items()
-        )
-    row = BillingPeriod(cloud=cloud, period=period, status="closed", closed_at=now,
-                        closed_by=who, cutoff_seq=seq, cutoff_received_at=received_at,
-                        currency=code)
-    session.add(row)
-    if frozen:
-        session.execute(sa.insert(ClosedStatement), frozen)
-    if amounts:
-        session.execute(sa.insert(ClosedResourceAmount), amounts)
+        }
+        totals_billed.append(Decimal(document["total"]))
+        (enveloped if project in totals else whole).append(row)
+    period_row = BillingPeriod(cloud=cloud, period=period, status="closed", closed_at=now,
+                               closed_by=who, cutoff_seq=seq, cutoff_received_at=received_at,
+                               currency=code)
+    session.add(period_row)
+    if enveloped:
+        session.execute(sa.update(ClosedStatement), enveloped)
+    if whole:
+        session.execute(sa.insert(ClosedStatement), whole)
     if found:
         session.execute(sa.insert(BookedAdjustment), [
             {"cloud": cloud, "period": period, "source_period": a.source_period,
@@ -146,6 +136,5 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
             for a in found
         ])
     session.flush()
-    billed = money.total(Decimal(str(f["total"])) for f in frozen)
-    return Closed(row, created=True, frozen=len(frozen), adjustments=found, billed=billed,
-                  currency=code)
+    return Closed(period_row, created=True, frozen=len(enveloped) + len(whole),
+                  adjustments=found, billed=money.total(totals_billed), currency=code)

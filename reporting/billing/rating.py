@@ -161,7 +161,15 @@ def _price(resource_type: str, size: Mapping[str, Any] | None, state: str | None
     return _Price(factor, rate, modifier, None, factor * Fraction(rate) * Fraction(modifier))
 
 
+# How a piece is priced, public: a close freezes it (``reporting.billing.frozen``).
+Price = _Price
 _PriceCache = dict[tuple[Any, ...], _Price]
+
+
+def price_of(resource_type: str, size: Mapping[str, Any] | None, state: str | None,
+             version: PriceVersion | None) -> Price:
+    """How ``version`` prices a piece of this type, size and state (None: no version)."""
+    return _price(resource_type, size, state, version)
 
 
 def _cached_price(cache: _PriceCache, resource_type: str, size: Mapping[str, Any] | None,
@@ -187,25 +195,37 @@ def rate_piece(
 ) -> Line:
     """The line of ``item``'s interval over ``[start, end)``, priced by ``version``."""
     interval = item.interval
-    micros = _micros(end - start)
     price = (_cached_price(cache, item.resource_type, interval.size, interval.state, version)
              if cache is not None
              else _price(item.resource_type, interval.size, interval.state, version))
+    zero_rated = version is not None and interval.project_id in version.zero_rated_projects
+    return line_of(item.resource_type, item.resource_id, interval, start, end,
+                   version.label if version else None, UNITS.get(item.resource_type), price,
+                   zero_rated)
+
+
+def line_of(resource_type: str, resource_id: str, interval: Interval, start: dt.datetime,
+            end: dt.datetime, label: str | None, unit: str | None, price: Price,
+            zero_rated: bool) -> Line:
+    """The line of a piece ``[start, end)`` of ``interval`` priced by ``price``: the one
+    construction of a line, for a statement computed now and for one a close froze
+    (``reporting.billing.frozen`` keeps each piece's price, label and unit)."""
+    micros = _micros(end - start)
     hours = Fraction(micros, money.MICROS_PER_HOUR)
     common: dict[str, Any] = {
-        "resource_type": item.resource_type,
-        "resource_id": item.resource_id,
+        "resource_type": resource_type,
+        "resource_id": resource_id,
         "project_id": interval.project_id,
         "state": interval.state,
         "size": interval.size,
         "start": start,
         "end": end,
         "event_id": interval.event_id,
-        "price_list_version": version.label if version else None,
-        "unit": UNITS.get(item.resource_type),
+        "price_list_version": label,
+        "unit": unit,
         "quantity": hours * price.factor if price.factor is not None else hours,
     }
-    if version is not None and interval.project_id in version.zero_rated_projects:
+    if zero_rated:
         # A zero-rated project owes nothing whatever its resources are.
         return Line(**common, rate=price.rate, modifier=price.modifier,
                     zero_rated=True, exact_amount=Fraction(0), unrated=None)

@@ -15,16 +15,15 @@ from sqlalchemy.orm import Session
 from reporting.billing import (
     adjustments,
     billing_metrics,
+    frozen,
     money,
     periods,
     rating,
     statements,
 )
-from reporting.billing.pricelist import PriceVersion
 from reporting.billing.versions import timeline
 from reporting.db import writes
 from reporting.db.billing_models import BillingPeriod, ClosedStatement
-from reporting.db.models import ResourceInterval
 
 
 def _empty_closed(cloud: str, project_id: str, period: str, closed: BillingPeriod) -> str:
@@ -44,7 +43,7 @@ def statement_text(session: Session, cloud: str, project_id: str, period: str,
     if period in closed:
         row = session.get(ClosedStatement, (cloud, period, project_id))
         if row is not None:
-            return row.body
+            return frozen.text(session, row)
         return _empty_closed(cloud, project_id, period, closed[period])
     start, end = periods.parse(period)
     versions = timeline(session, cloud)
@@ -90,8 +89,6 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
     # Where the database can, one set-based query rates the page's projects and finds them.
     totals = writes.of(session).project_subtotals(session, cloud, versions, start, end, now,
                                                   after, limit + 1)
-    if totals is None:
-        totals = _python_subtotals(session, cloud, versions, start, end, now, after, limit + 1)
     page = sorted(set(totals) | set(extra))[:limit + 1]
     more = len(page) > limit
     page = page[:limit]
@@ -108,35 +105,6 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
         })
     billing_metrics.STATEMENTS_COMPUTED.labels(cloud=cloud, kind="summary").inc(len(items))
     return items, more
-
-
-def _python_subtotals(session: Session, cloud: str, versions: list[PriceVersion],
-                      start: dt.datetime, end: dt.datetime, now: dt.datetime,
-                      after: str | None, limit: int) -> dict[str, tuple[Decimal, int]]:
-    """Subtotal and unrated lines of the first ``limit`` projects after ``after``, by
-    the pure rating (PostgreSQL runs ``sql_rating`` instead, the seam's
-    ``project_subtotals``; the two are tested equal)."""
-    model = ResourceInterval
-    query = (
-        sa.select(model.project_id).distinct()
-        .where(model.cloud == cloud, model.start < min(end, now),
-               sa.or_(model.end.is_(None), model.end > start))
-        .order_by(model.project_id).limit(limit)
-    )
-    if after is not None:
-        query = query.where(model.project_id > after)
-    projects = list(session.execute(query).scalars())
-    if not projects:
-        return {}
-    by_project: dict[str, list[rating.Line]] = collections.defaultdict(list)
-    rows = statements.intervals(session, cloud, start, min(end, now),
-                                projects=(projects[0], projects[-1]))
-    for line in rating.rate_intervals(rows, versions, start, end, now):
-        by_project[line.project_id].append(line)
-    return {
-        project: (rating.subtotal(lines), sum(1 for x in lines if x.unrated is not None))
-        for project, lines in by_project.items()
-    }
 
 
 def _closed_summaries(session: Session, cloud: str, period: str, after: str | None,

@@ -7,6 +7,7 @@ Both carry the adjustments of earlier closed periods (``reporting.billing.adjust
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime as dt
 import json
@@ -90,19 +91,47 @@ def intervals(
 
 def intervals_of(
     session: Session, cloud: str, start: dt.datetime, end: dt.datetime,
-    resources: Sequence[ResourceRef],
+    resources: Sequence[tuple[str, str, str]],
 ) -> list[rating.RatedInterval]:
-    """The intervals of the given resources overlapping ``[start, end)``."""
+    """The intervals overlapping ``[start, end)`` of the given resources, each
+    ``(platform, resource_type, resource_id)`` (found by ``ix_resource_intervals_resource``)."""
     model = ResourceInterval
     found: list[rating.RatedInterval] = []
     for index in range(0, len(resources), _CHUNK):
         chunk = list(resources[index:index + _CHUNK])
         query = sa.select(*_COLUMNS).where(
             model.cloud == cloud, *_overlapping(start, end),
-            sa.tuple_(model.resource_type, model.resource_id).in_(chunk),
+            sa.tuple_(model.platform, model.resource_type, model.resource_id).in_(chunk),
         )
         found.extend(_rated(session.execute(query)))
     return found
+
+
+def python_subtotals(session: Session, cloud: str, versions: list[PriceVersion],
+                     start: dt.datetime, end: dt.datetime, now: dt.datetime,
+                     after: str | None, limit: int) -> dict[str, tuple[Decimal, int]]:
+    """Subtotal and unrated lines of the first ``limit`` projects after ``after``, by
+    the pure rating (the write seam's ``project_subtotals`` on SQLite; PostgreSQL runs
+    ``sql_rating``, and tests keep the two equal)."""
+    model = ResourceInterval
+    query = (
+        sa.select(model.project_id).distinct()
+        .where(model.cloud == cloud, *_overlapping(start, min(end, now)))
+        .order_by(model.project_id).limit(limit)
+    )
+    if after is not None:
+        query = query.where(model.project_id > after)
+    projects = list(session.execute(query).scalars())
+    if not projects:
+        return {}
+    by_project: dict[str, list[rating.Line]] = collections.defaultdict(list)
+    rows = intervals(session, cloud, start, min(end, now), projects=(projects[0], projects[-1]))
+    for line in rating.rate_intervals(rows, versions, start, end, now):
+        by_project[line.project_id].append(line)
+    return {
+        project: (rating.subtotal(lines), sum(1 for x in lines if x.unrated is not None))
+        for project, lines in by_project.items()
+    }
 
 
 def currency(versions: Sequence[PriceVersion], period_end: dt.datetime) -> str | None:
@@ -114,9 +143,12 @@ def currency(versions: Sequence[PriceVersion], period_end: dt.datetime) -> str |
 def document(
     *, cloud: str, project_id: str, period: str, currency_code: str | None, closed: bool,
     computed_at: dt.datetime, lines: Sequence[rating.Line], adjustments: Sequence[Adjustment],
+    frozen: tuple[Decimal, int] | None = None,
 ) -> dict[str, Any]:
-    """The statement as answered (field order fixed)."""
-    subtotal = rating.subtotal(lines)
+    """The statement as answered (field order fixed).  ``frozen``: the subtotal and
+    unrated count of lines left out of ``lines`` (a frozen statement's envelope,
+    ``envelope``)."""
+    subtotal = rating.subtotal(lines) if frozen is None else frozen[0]
     adjustments_total = money.total(a.amount for a in adjustments)
     return {
         "cloud": cloud,
@@ -131,13 +163,28 @@ def document(
         "subtotal": money.money(subtotal),
         "adjustments_total": money.money(adjustments_total),
         "total": money.money(money.add(subtotal, adjustments_total)),
-        "unrated_lines": sum(1 for line in lines if line.unrated is not None),
+        "unrated_lines": (sum(1 for line in lines if line.unrated is not None)
+                          if frozen is None else frozen[1]),
     }
 
 
 def text(statement: dict[str, Any]) -> str:
     """The one JSON text of a statement (a closed one is stored and served as this)."""
     return json.dumps(statement, separators=(",", ":"), ensure_ascii=False)
+
+
+_LINES = '"lines":['
+
+
+def envelope(statement: dict[str, Any]) -> tuple[str, int]:
+    """``text(statement)`` of a statement without lines, and the offset in it where its
+    lines' texts go, comma-separated: the rest of a frozen statement
+    (``reporting.billing.frozen``).  The key is the first ``"lines":[`` of the text:
+    a string value before it cannot hold an unescaped quote."""
+    if statement["lines"]:
+        raise ValueError("an envelope has no lines")
+    rendered = text(statement)
+    return rendered, rendered.index(_LINES) + len(_LINES)
 
 
 def summary(statement: dict[str, Any]) -> dict[str, Any]:

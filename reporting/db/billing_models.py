@@ -13,7 +13,7 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, Index, Integer, Numeric, String, Text
+from sqlalchemy import ARRAY, JSON, BigInteger, DateTime, Index, Integer, Numeric, String, Text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -50,6 +50,11 @@ class _DecimalText(TypeDecorator[Decimal]):
 
 # Exact money; SQLAlchemy picks the SQLite variant by itself.
 MONEY = _ExactNumeric().with_variant(_DecimalText(), "sqlite")
+
+
+def _list_of(item: Any) -> Any:
+    """A list column: an array on PostgreSQL, a JSON list on SQLite."""
+    return ARRAY(item).with_variant(JSON(), "sqlite")
 
 
 class PriceListVersion(Base):
@@ -90,23 +95,63 @@ class BillingPeriod(Base):
 
 
 class ClosedStatement(Base):
-    """The frozen statement of one project in a closed period."""
+    """The frozen statement of one project in a closed period.
+
+    ``body`` is the exact JSON text served.  A close since revision 0015 stores it
+    without its lines (``lines_at`` says where they go) and freezes the lines as
+    columns, one list entry per line, each priced by a ``closed_kinds`` row of the
+    period, which also names its resource type (``reporting.billing.frozen`` renders
+    them).  ``lines_at`` NULL: ``body`` is the whole text (closes before 0015, and a
+    statement of adjustments only)."""
 
     __tablename__ = "closed_statements"
 
     cloud: Mapped[str] = mapped_column(String(255), primary_key=True)
     period: Mapped[str] = mapped_column(String(7), primary_key=True)
     project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
-    body: Mapped[str] = mapped_column(Text)  # the exact JSON text served
+    body: Mapped[str] = mapped_column(Text)  # the exact JSON text served (or its envelope)
     subtotal: Mapped[Decimal] = mapped_column(MONEY)
     adjustments_total: Mapped[Decimal] = mapped_column(MONEY)
     total: Mapped[Decimal] = mapped_column(MONEY)
     unrated_lines: Mapped[int] = mapped_column(Integer)
+    lines_at: Mapped[int | None] = mapped_column(Integer)
+    line_resource_ids: Mapped[list[str] | None] = mapped_column(_list_of(Text()))
+    # microseconds from the period's start to each line's start, and each line's length
+    line_starts: Mapped[list[int] | None] = mapped_column(_list_of(BigInteger()))
+    line_lengths: Mapped[list[int] | None] = mapped_column(_list_of(BigInteger()))
+    line_event_ids: Mapped[list[str] | None] = mapped_column(_list_of(Text()))
+    # 2 x the line's closed_kinds row, plus 1 when it is zero-rated
+    line_kinds: Mapped[list[int] | None] = mapped_column(_list_of(Integer()))
+
+
+class ClosedKind(Base):
+    """How a close priced one (version, type, state, size) of its period: everything a
+    frozen line renders beyond its own instants, ids and length."""
+
+    __tablename__ = "closed_kinds"
+
+    cloud: Mapped[str] = mapped_column(String(255), primary_key=True)
+    period: Mapped[str] = mapped_column(String(7), primary_key=True)
+    kind: Mapped[int] = mapped_column(Integer, primary_key=True)
+    resource_type: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str | None] = mapped_column(String(255))
+    size: Mapped[str] = mapped_column(Text)  # the size's JSON text as lines render it
+    price_list_version: Mapped[str | None] = mapped_column(String(255))
+    unit: Mapped[str | None] = mapped_column(String(16))
+    # decimal texts: the rate and modifier as shown, the quantity per hour (GB for
+    # gb_hour types) and the exact price per hour; NULL where the rating has none
+    rate: Mapped[str | None] = mapped_column(Text)
+    modifier: Mapped[str | None] = mapped_column(Text)
+    factor: Mapped[str | None] = mapped_column(Text)
+    per_hour: Mapped[str | None] = mapped_column(Text)
+    unrated: Mapped[str | None] = mapped_column(Text)  # why its lines are unrated
 
 
 class ClosedResourceAmount(Base):
-    """What a closed statement billed for one resource: the base later adjustments
-    are measured against."""
+    """What a statement closed before revision 0015 billed for one resource: the base
+    later adjustments are measured against (found by resource,
+    ``ix_closed_resource_amounts_resource``).  Later closes freeze the lines themselves
+    (``ClosedStatement``), the base of their adjustments."""
 
     __tablename__ = "closed_resource_amounts"
 
@@ -116,6 +161,11 @@ class ClosedResourceAmount(Base):
     resource_type: Mapped[str] = mapped_column(String(64), primary_key=True)
     resource_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     amount: Mapped[Decimal] = mapped_column(MONEY)
+
+    __table_args__ = (
+        Index("ix_closed_resource_amounts_resource", "cloud", "period", "resource_type",
+              "resource_id"),
+    )
 
 
 class BookedAdjustment(Base):

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from decimal import Decimal
 from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
@@ -350,9 +351,57 @@ class Writes(abc.ABC):
         write and no other can start, so it is the snapshot."""
         yield guard, read(guard)
 
+    # --- billing: rating and freezing a period (``reporting.billing``) -------------------
+
+    @abc.abstractmethod
+    def month_of(self, instant: Any) -> sa.ColumnElement[Any]:
+        """The calendar month of a naive UTC instant, spelt as ``ix_events_cloud_month_seq``
+        indexes it (only compared with another ``month_of``)."""
+
+    def _months(self, cloud: str, before: dt.datetime) -> Any:
+        """The months before ``before`` holding events of ``cloud``: a loose scan of
+        ``ix_events_cloud_month_seq``, one descent per month."""
+        month = self.month_of(EVENTS.c.timestamp)
+        limit = self.month_of(sa.literal(before, sa.DateTime()))
+
+        def first_after(low: Any) -> Any:
+            query = sa.select(month).where(EVENTS.c.cloud == cloud, month < limit)
+            if low is not None:
+                query = query.where(month > low)
+            return query.order_by(month).limit(1).scalar_subquery()
+
+        months = sa.select(first_after(None).label("m")).cte("months", recursive=True)
+        return months.union_all(sa.select(first_after(months.c.m)).where(months.c.m.is_not(None)))
+
+    def late_events(self, session: Session, cloud: str, before: dt.datetime, after_seq: int
+                    ) -> list[Any]:
+        """The events of ``cloud`` dated before ``before`` (a month's start) and received
+        after ``after_seq`` (platform, resource_type, resource_id, seq, event_id,
+        timestamp): per month holding events of the cloud, one range of
+        ``ix_events_cloud_month_seq``."""
+        months = self._months(cloud, before)
+        ev = EVENTS.c
+        query = (
+            sa.select(ev.platform, ev.resource_type, ev.resource_id, ev.seq, ev.event_id,
+                      ev.timestamp)
+            .select_from(months)
+            .join(EVENTS, sa.and_(ev.cloud == cloud, self.month_of(ev.timestamp) == months.c.m,
+                                  ev.seq > after_seq))
+            .where(ev.timestamp < before)
+        )
+        return list(session.execute(query))
+
+    @abc.abstractmethod
     def project_subtotals(self, session: Session, cloud: str, versions: Sequence[Any],
                           start: dt.datetime, end: dt.datetime, now: dt.datetime,
-                          after: str | None, limit: int) -> dict[str, Any] | None:
-        """Per-project (subtotal, unrated lines) of a period rated in one set-based
-        query, or None where the database has none (the caller rates in Python)."""
-        return None
+                          after: str | None, limit: int) -> dict[str, tuple[Decimal, int]]:
+        """``{project: (subtotal, unrated lines)}`` of the first ``limit`` projects after
+        ``after`` with a line in ``[start, end)`` (open intervals end at ``now``), in
+        project order."""
+
+    @abc.abstractmethod
+    def freeze_lines(self, session: Session, cloud: str, period: str, versions: Sequence[Any],
+                     now: dt.datetime) -> dict[str, tuple[Decimal, int]]:
+        """In a close's snapshot: write every line of ``period`` as frozen rows
+        (``reporting.billing.frozen``; each project's ``body`` left for the caller) and
+        the per-resource amounts; answer each project's (subtotal, unrated lines)."""

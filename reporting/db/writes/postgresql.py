@@ -17,6 +17,7 @@ import contextlib
 import datetime as dt
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
@@ -24,7 +25,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting import pg_batch
-from reporting.billing import sql_rating
+from reporting.billing import sql_close, sql_rating
 from reporting.db.writes import pg_fold
 from reporting.db.writes.base import (
     CURRENT,
@@ -178,8 +179,36 @@ class PostgresWrites(Writes):
                 held.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": pause})
             yield session, taken
 
+    # --- billing: set-based rating and freezing (``reporting.billing.sql_rating``) --------
+
+    def month_of(self, instant: Any) -> sa.ColumnElement[Any]:
+        # A literal, not a bound parameter: the planner matches the index's expression.
+        return sa.func.date_trunc(sa.literal_column("'month'"), instant)
+
+    def late_events(self, session: Session, cloud: str, before: dt.datetime, after_seq: int
+                    ) -> list[Any]:
+        # One index range per month, as a lateral scan: the planner cannot know that
+        # old months hold few late receipts, and would rather read every receipt after
+        # ``after_seq`` (a month of ingest) by the primary key.
+        months = self._months(cloud, before)
+        ev = EVENTS.c
+        per_month = (
+            sa.select(ev.platform, ev.resource_type, ev.resource_id, ev.seq, ev.event_id,
+                      ev.timestamp)
+            .where(ev.cloud == cloud, self.month_of(ev.timestamp) == months.c.m,
+                   ev.seq > after_seq, ev.timestamp < before)
+            .offset(0)  # not pulled up into a join: one scan per month
+            .lateral("late")
+        )
+        query = sa.select(per_month).select_from(months).join(per_month, sa.true())
+        return list(session.execute(query))
+
     def project_subtotals(self, session: Session, cloud: str, versions: Sequence[Any],
                           start: dt.datetime, end: dt.datetime, now: dt.datetime,
-                          after: str | None, limit: int) -> dict[str, Any] | None:
+                          after: str | None, limit: int) -> dict[str, tuple[Decimal, int]]:
         return sql_rating.project_subtotals(session, cloud, list(versions), start, end, now,
                                             after, limit)
+
+    def freeze_lines(self, session: Session, cloud: str, period: str, versions: Sequence[Any],
+                     now: dt.datetime) -> dict[str, tuple[Decimal, int]]:
+        return sql_close.freeze(session, cloud, period, versions)

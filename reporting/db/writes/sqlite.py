@@ -1,19 +1,22 @@
 """The write seam on SQLite: Core statements run as executemany.
 
 A write transaction holds the database write lock, so folds never run side by
-side and resources need no lock of their own.
+side and resources need no lock of their own.  Billing rates and freezes with the
+pure rating in Python (PostgreSQL does it set-based; tests keep both equal).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
+from reporting.billing import frozen, statements
 from reporting.db.writes.base import (
     CURRENT,
     EVENTS,
@@ -103,3 +106,18 @@ class SqliteWrites(Writes):
         # A transaction that reads first cannot always upgrade to a writer while another
         # worker writes: a no-op write takes the write lock (and the newest snapshot) now.
         session.execute(sa.text("DELETE FROM billing_periods WHERE 1 = 0"))
+
+    def month_of(self, instant: Any) -> sa.ColumnElement[Any]:
+        # 'YYYY-MM' of 'YYYY-MM-DD HH:MM:SS.ffffff'; literals, not bound parameters,
+        # so that the planner matches the index's expression.
+        return sa.func.substr(instant, sa.literal_column("1"), sa.literal_column("7"))
+
+    def project_subtotals(self, session: Session, cloud: str, versions: Sequence[Any],
+                          start: dt.datetime, end: dt.datetime, now: dt.datetime,
+                          after: str | None, limit: int) -> dict[str, tuple[Decimal, int]]:
+        return statements.python_subtotals(session, cloud, list(versions), start, end, now,
+                                           after, limit)
+
+    def freeze_lines(self, session: Session, cloud: str, period: str, versions: Sequence[Any],
+                     now: dt.datetime) -> dict[str, tuple[Decimal, int]]:
+        return frozen.freeze_in_python(session, cloud, period, versions, now)

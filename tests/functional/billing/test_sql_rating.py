@@ -12,10 +12,10 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting.billing import periods, rating, sql_rating, statements, versions
+from reporting.billing import kinds, periods, rating, sql_rating, statements, versions
 from reporting.db import engine as db_engine
 from reporting.db import migrations
-from tests.functional.billing.history import PRICES, event, october, seed
+from tests.functional.billing.history import PRICES, SMALL, event, october, seed
 from tests.functional.billing.test_close_property import histories
 
 EXTRAS = [
@@ -90,3 +90,71 @@ def test_random_histories_agree(pg: sessionmaker[Session]) -> None:
                 assert _python(session, now) == _sql(session, now)
 
     run()
+
+
+def test_prices_beyond_64_bits_take_the_exact_numeric_path(pg: sessionmaker[Session]) -> None:
+    huge = {"effective_from": "2026-10-10T00:00:00Z", "currency": "EUR",
+            "rates": {"instance": {"per": "hour",
+                                   "by_flavor": {"m1.small": "999999999999.999999999999"}},
+                      "volume": {"per": "gb_hour", "rate": "0.000000000001",
+                                 "type_modifiers": {"ssd": "999999999999.999999999999"}}},
+            "state_modifiers": {"instance": {"shutoff": "0.000000000007"}}}
+    with pg() as session:
+        versions.add(session, "c1", huge, "test", dt.datetime(2026, 12, 1))
+        session.commit()
+    seed(pg, october() + EXTRAS)
+    now = dt.datetime(2026, 12, 15)
+    with pg() as session:
+        start, end = periods.parse("2026-10")
+        timeline = versions.timeline(session, "c1")
+        priced = kinds.price(sql_rating.distinct_kinds(
+            session, {"cloud": "c1", "pstart": start, "cap": end}), kinds.ranges(timeline, start, end))
+        assert any(k.rated and not k.integer_safe(sql_rating.max_micros(start, end))
+                   for k in priced)
+        assert any(k.rated and k.integer_safe(sql_rating.max_micros(start, end)) for k in priced)
+        python = _python(session, now)
+        assert python == _sql(session, now)
+        assert max(subtotal for subtotal, _unrated in python.values()) > Decimal("1e12")
+
+
+def test_a_kind_written_between_the_two_queries_is_priced_again(
+    pg: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed(pg, october() + EXTRAS)
+    found = sql_rating.distinct_kinds
+    calls: list[int] = []
+
+    def first_without_volumes(session: Session, params: dict[str, Any]) -> list[Any]:
+        kinds_found = found(session, params)
+        calls.append(len(kinds_found))
+        # as if the volumes' intervals were committed after the kinds were read
+        return kinds_found if len(calls) > 1 else [k for k in kinds_found if k[0] != "volume"]
+
+    monkeypatch.setattr(sql_rating, "distinct_kinds", first_without_volumes)
+    now = dt.datetime(2026, 12, 15)
+    with pg() as session:
+        assert _sql(session, now) == _python(session, now)
+    assert len(calls) == 2 and calls[0] == calls[1]
+
+
+@pytest.mark.parametrize("limit", [1, 2, 5])
+def test_pages_follow_code_point_order(pg: sessionmaker[Session], limit: int) -> None:
+    projects = ["Z", "a", "é", "ä", "zz", "日本", "🙂", "p1"]
+    seed(pg, [event("compute.instance.create.end", f"i-{n}", "2026-10-02T00:00:00Z",
+                    project_id=project, state="active", size=SMALL)
+              for n, project in enumerate(projects)])
+    now = dt.datetime(2026, 12, 15)
+    start, end = periods.parse("2026-10")
+    with pg() as session:
+        timeline = versions.timeline(session, "c1")
+        after, seen = None, []
+        while True:
+            page = sql_rating.project_subtotals(session, "c1", timeline, start, end, now,
+                                                after, limit)
+            assert page == statements.python_subtotals(session, "c1", timeline, start, end,
+                                                       now, after, limit)
+            if not page:
+                break
+            seen += list(page)
+            after = list(page)[-1]
+    assert seen == sorted(projects)

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from reporting import fold
 from reporting.billing import periods, rating
+from reporting.billing.frozen import text as frozen_text
 from reporting.billing.versions import timeline
 from reporting.db.billing_models import BookedAdjustment, ClosedStatement
 from reporting.db.models import Event
@@ -40,10 +41,11 @@ def recomputed(session: Session, cloud: str, period: str, now: dt.datetime,
 
 
 def frozen(session: Session, cloud: str, period: str) -> dict[str, tuple[Decimal, str]]:
-    """(subtotal, body) per project of a closed period."""
+    """(subtotal, the text it is answered as) per project of a closed period."""
     query = sa.select(ClosedStatement).where(ClosedStatement.cloud == cloud,
                                              ClosedStatement.period == period)
-    return {row.project_id: (row.subtotal, row.body) for row in session.execute(query).scalars()}
+    return {row.project_id: (row.subtotal, frozen_text(session, row))
+            for row in session.execute(query).scalars()}
 
 
 def booked(session: Session, cloud: str, source: str) -> dict[str, Decimal]:
