@@ -23,9 +23,15 @@
    into one holding 1,000,000, and prints the median cost of each and their ratio
    (the fold reads one resource's history, so the ratio should stay near 1).
 
+Table upkeep is the server's, as in production: the bench never ANALYZEs on its own
+behalf (``--analyze-between-rounds`` runs the ANALYZE a maintenance job would, to
+compare).  It prints whether the server's autovacuum is on and, at the end, how often
+autovacuum analysed and vacuumed the three tables during the run; on a server with
+autovacuum off every round runs on tables that never had statistics.
+
 Usage: python bench/ingest.py [--pg-url postgresql+psycopg://postgres@127.0.0.1/postgres]
        [--events 40000] [--rounds 3] [--small 10000] [--large 1000000]
-       [--workloads realistic,every-late,easy] [--no-late-fold]
+       [--workloads realistic,every-late,easy] [--no-late-fold] [--analyze-between-rounds]
        [--target URL --token T --db-url URL]   # post to a running tally-reporting
 """
 
@@ -233,17 +239,35 @@ def drop_baseline_table(url: str) -> None:
     engine.dispose()
 
 
-def analyze(url: str) -> None:
-    """ANALYZE, as autovacuum does on a running server.
+UPKEPT = ("events", "current_resources", "resource_intervals")
 
-    Without statistics (a server with autovacuum off, or the first minute of a
-    fresh database) the planner can pick the (cloud, resource_type, live) index for
-    a primary-key lookup and read every row of the cloud.
-    """
+
+def analyze(url: str) -> None:
+    """ANALYZE the fold's tables, as a maintenance job would (``--analyze-between-rounds``)."""
     engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
     with engine.connect() as conn:
-        conn.execute(sa.text("ANALYZE"))
+        conn.execute(sa.text(f"ANALYZE {', '.join(UPKEPT)}"))
     engine.dispose()
+
+
+def autovacuum_setting(url: str) -> str:
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        setting = str(conn.execute(sa.text("SHOW autovacuum")).scalar_one())
+    engine.dispose()
+    return setting
+
+
+def upkeep_counts(url: str) -> dict[str, tuple[int, int, int]]:
+    """(autoanalyze, autovacuum, manual analyze) counts of the fold's tables."""
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(
+            "SELECT relname, autoanalyze_count, autovacuum_count, analyze_count "
+            "FROM pg_stat_user_tables WHERE relname = ANY(:names)"), {"names": list(UPKEPT)})
+        counts = {name: (int(a), int(v), int(m)) for name, a, v, m in rows}
+    engine.dispose()
+    return counts
 
 
 def fill_other_events(url: str, count: int) -> None:
@@ -260,7 +284,6 @@ def fill_other_events(url: str, count: int) -> None:
             "FROM generate_series(1, :count) AS g"
         ), {"count": count})
     engine.dispose()
-    analyze(url)
 
 
 class LateFold:
@@ -313,6 +336,9 @@ def main() -> int:
                         help="comma-separated, of " + ", ".join(WORKLOADS))
     parser.add_argument("--no-late-fold", action="store_true",
                         help="skip the late-fold cost at --small vs --large events")
+    parser.add_argument("--analyze-between-rounds", action="store_true",
+                        help="ANALYZE the fold's tables before each round, as a maintenance "
+                        "job would (by default upkeep is the server's: autovacuum)")
     parser.add_argument("--target", help="URL of a running tally-reporting to post to "
                         "instead of starting one (needs --token and --db-url)")
     parser.add_argument("--token", help="an ingest token of --target")
@@ -340,12 +366,16 @@ def main() -> int:
             url = stack.enter_context(fresh_database(args.pg_url))
             workdir = stack.enter_context(tempfile.TemporaryDirectory())
             base_url, token = stack.enter_context(server(url, Path(workdir)))
+        upkeep = "yes" if args.analyze_between_rounds else "no (upkeep is the server's)"
+        print(f"server autovacuum: {autovacuum_setting(url)}; ANALYZE between rounds: {upkeep}",
+              flush=True)
         tag = uuid.uuid4().hex[:8]  # new event ids on every run against a target
         warm_up = make_events(BATCH * 10, f"warm-{tag}")
         post_all(base_url, token, warm_up)
         plain_insert(url, warm_up)
         for round_ in range(args.rounds):
-            analyze(url)
+            if args.analyze_between_rounds:
+                analyze(url)
             for name in workloads:
                 events = WORKLOADS[name](args.events, f"r{round_}-{name}-{tag}")
                 api_rate, floor_rate = interleaved(base_url, token, url, events)
@@ -354,6 +384,9 @@ def main() -> int:
                 print(f"round {round_ + 1} {name:>10}: api {api_rate:8,.0f} events/s, "
                       f"floor {floor_rate:8,.0f} events/s, ratio {api_rate / floor_rate:.2f}",
                       flush=True)
+        counts = upkeep_counts(url)
+        print("upkeep during the run (autoanalyze, autovacuum, ANALYZE): " + ", ".join(
+            f"{name} {counts.get(name, (0, 0, 0))}" for name in UPKEPT))
     targets = {"realistic": 0.5, "every-late": 0.25}
     print(f"\nmedians of {args.rounds} rounds, {args.events:,} events per workload, "
           f"2 clients, batches of {BATCH}, 2 gunicorn workers:")

@@ -19,16 +19,21 @@ Rules:
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
+import functools
+import operator
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from mapping.event import verb
 
+# The fold's values are named tuples, not frozen dataclasses: a batch of 1000 events
+# builds several per event, and a frozen dataclass costs one object.__setattr__ per
+# field.  They are immutable all the same; a size or payload they hold is shared with
+# the event it came from and never changed in place.
 
-@dataclasses.dataclass(frozen=True)
-class FoldEvent:
+
+class FoldEvent(NamedTuple):
     """The parts of a stored event the fold reads."""
 
     event_id: str
@@ -43,8 +48,11 @@ class FoldEvent:
         return (self.timestamp, self.seq)
 
 
-@dataclasses.dataclass(frozen=True)
-class ResourceState:
+# ``FoldEvent.order_key`` as a sort key (no Python call per comparison).
+ORDER_KEY = operator.itemgetter(3, 5)
+
+
+class ResourceState(NamedTuple):
     """What ``current_resources`` holds for one resource."""
 
     project_id: str
@@ -58,8 +66,7 @@ class ResourceState:
     last_event_seq: int
 
 
-@dataclasses.dataclass(frozen=True)
-class Interval:
+class Interval(NamedTuple):
     """One lifecycle interval ``[start, end)``; ``end`` is None while open."""
 
     start: dt.datetime
@@ -70,16 +77,25 @@ class Interval:
     event_id: str
 
 
+# An event type's verb, once per distinct type (a batch holds a handful).
+_verb = functools.lru_cache(maxsize=1024)(verb)
+
+
 def apply(current: ResourceState | None, event: FoldEvent) -> ResourceState:
     """Apply one event that sorts after every event ``current`` was folded from."""
-    kind = verb(event.event_type)
+    kind = _verb(event.event_type)
     payload = event.payload or {}
-    project = event.project_id or (current.project_id if current else "")
-    state = payload["state"] if "state" in payload else (current.state if current else None)
-    size = payload["size"] if "size" in payload else (current.size if current else None)
-    live = current.live if current else False
-    created_at = current.created_at if current else None
-    deleted_at = current.deleted_at if current else None
+    if current is None:
+        project, state, size = event.project_id, None, None
+        live, created_at, deleted_at = False, None, None
+    else:
+        project = event.project_id or current.project_id
+        state, size = current.state, current.size
+        live, created_at, deleted_at = current.live, current.created_at, current.deleted_at
+    if "state" in payload:
+        state = payload["state"]
+    if "size" in payload:
+        size = payload["size"]
     if kind == "create":
         if not live:
             created_at, deleted_at = event.timestamp, None
@@ -88,52 +104,35 @@ def apply(current: ResourceState | None, event: FoldEvent) -> ResourceState:
         if live or deleted_at is None:
             deleted_at = event.timestamp
         live = False
-    return ResourceState(
-        project_id=project,
-        state=state,
-        size=dict(size) if size is not None else None,
-        live=live,
-        created_at=created_at,
-        deleted_at=deleted_at,
-        last_event_at=event.timestamp,
-        last_event_id=event.event_id,
-        last_event_seq=event.seq,
-    )
+    return ResourceState(project, state, size, live, created_at, deleted_at,
+                         event.timestamp, event.event_id, event.seq)
 
 
-def _attributes(state: ResourceState) -> tuple[str, str | None, Any]:
-    return (state.project_id, state.state, state.size)
+def step(intervals: list[Interval], before: ResourceState | None, after: ResourceState,
+         event: FoldEvent) -> None:
+    """Change ``intervals`` (the lifecycle up to ``before``, the caller's own list) into
+    the lifecycle after ``event`` turned ``before`` into ``after``.  Only the last
+    interval can change: O(1)."""
+    was_live = before is not None and before.live
+    changed = before is None or (before.project_id, before.state, before.size) != (
+        after.project_id, after.state, after.size)
+    if was_live and (not after.live or changed):
+        last = intervals.pop()
+        if event.timestamp > last.start:
+            intervals.append(Interval(last.start, event.timestamp, last.project_id, last.state,
+                                      last.size, last.event_id))
+    if after.live and (not was_live or changed):
+        intervals.append(Interval(event.timestamp, None, after.project_id, after.state,
+                                  after.size, event.event_id))
 
 
 def extend_lifecycle(
     intervals: list[Interval], before: ResourceState | None, after: ResourceState, event: FoldEvent
 ) -> list[Interval]:
-    """The lifecycle after ``event`` turned ``before`` into ``after``.
-
-    Returns a new list; only the last interval can change, so this is O(1) for the
-    incremental case.
-    """
+    """The lifecycle after ``event`` turned ``before`` into ``after``, as a new list
+    (``step`` on a copy)."""
     result = list(intervals)
-    was_live = bool(before and before.live)
-    changed = before is None or _attributes(before) != _attributes(after)
-    if was_live and (not after.live or changed):
-        last = result.pop()
-        if event.timestamp > last.start:
-            # Not dataclasses.replace: it costs more than the rest of the fold step.
-            result.append(Interval(start=last.start, end=event.timestamp,
-                                   project_id=last.project_id, state=last.state,
-                                   size=last.size, event_id=last.event_id))
-    if after.live and (not was_live or changed):
-        result.append(
-            Interval(
-                start=event.timestamp,
-                end=None,
-                project_id=after.project_id,
-                state=after.state,
-                size=after.size,
-                event_id=event.event_id,
-            )
-        )
+    step(result, before, after, event)
     return result
 
 
@@ -141,9 +140,9 @@ def fold(events: Iterable[FoldEvent]) -> tuple[ResourceState | None, list[Interv
     """Fold a resource's whole history, in any order, into its row and lifecycle."""
     state: ResourceState | None = None
     intervals: list[Interval] = []
-    for event in sorted(events, key=lambda e: e.order_key):
+    for event in sorted(events, key=ORDER_KEY):
         after = apply(state, event)
-        intervals = extend_lifecycle(intervals, state, after, event)
+        step(intervals, state, after, event)
         state = after
     return state, intervals
 

@@ -38,7 +38,7 @@ Status = Literal["stored", "duplicate", "rejected"]
 T = TypeVar("T")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class ItemResult:
     index: int
     event_id: str | None
@@ -46,7 +46,7 @@ class ItemResult:
     reason: str | None = None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Rejected:
     index: int
     item: Any
@@ -135,30 +135,25 @@ def _store(session: Session, received_at: dt.datetime, valid: list[tuple[int, Va
     to_insert = [(i, e) for i, e in valid if first_of[e.event_id] == i]
     stored: set[int] = set()
     seam = writes.of(session)
-    # Before drawing receipt numbers: a period close waits for this transaction.
-    billing_locks.hold_ingest_share(session)
     if to_insert:
-        seqs = seam.insert_events(session, [e.row(received_at) for _, e in to_insert])
-        new_events: dict[projection.ResourceKey, list[fold.FoldEvent]] = (
-            collections.defaultdict(list)
-        )
+        # The close's lock is held before any receipt number is drawn (a period close
+        # waits for this transaction); the stored events' resources are locked after.
+        seqs = seam.store_events(session, [e.row(received_at) for _, e in to_insert],
+                                 hold=billing_locks.INGEST_KEY)
+        new_events: dict[projection.ResourceKey, list[fold.FoldEvent]] = {}
         for index, event in to_insert:
             seq = seqs.get(event.event_id)
             if seq is None:
                 continue
             stored.add(index)
-            new_events[event.resource_key].append(
-                fold.FoldEvent(
-                    event_id=event.event_id,
-                    event_type=event.event_type,
-                    project_id=event.project_id,
-                    timestamp=event.timestamp,
-                    payload=event.payload,
-                    seq=seq,
-                )
-            )
+            folded = fold.FoldEvent(event.event_id, event.event_type, event.project_id,
+                                    event.timestamp, event.payload, seq)
+            key = (event.platform, event.cloud, event.resource_type, event.resource_id)
+            if key in new_events:
+                new_events[key].append(folded)
+            else:
+                new_events[key] = [folded]
         if new_events:
-            seam.lock_resources(session, new_events)
             projection.project(session, seam, new_events)
     if rejected:
         seam.insert_rejected(

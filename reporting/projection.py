@@ -64,21 +64,25 @@ def project(session: Session, writes: Writes,
     """Fold ``new_events`` (just inserted, resources locked) into the projection."""
     keys = sorted(new_events)
     held = writes.held_resources(session, keys)
-    ordered = {key: sorted(new_events[key], key=lambda e: e.order_key) for key in keys}
-    late = [
-        key for key in keys
-        if key in held and ordered[key][0].order_key <= (
-            held[key].state.last_event_at, held[key].state.last_event_seq)
-    ]
+    late: list[ResourceKey] = []
+    for key in keys:
+        events = new_events[key]
+        if len(events) > 1:
+            events.sort(key=fold.ORDER_KEY)
+        found = held.get(key)
+        if found is not None and (events[0].timestamp, events[0].seq) <= (
+                found.state.last_event_at, found.state.last_event_seq):
+            late.append(key)
     histories = writes.histories(session, late) if late else {}
     planned = FoldWrites()
     for key in keys:
+        found = held.get(key)
         if key in histories:
             state = _replay(key, histories[key], planned)
         else:
-            state = _extend(key, held.get(key), ordered[key], planned)
-        if key in held:
-            planned.changed_rows.append((held[key], _row_values(key, state)))
+            state = _extend(key, found, new_events[key], planned)
+        if found is not None:
+            planned.changed_rows.append((found, _row_values(key, state)))
         else:
             planned.new_rows.append(_row_values(key, state))
     writes.write_fold(session, planned)
@@ -92,13 +96,11 @@ def _extend(key: ResourceKey, held: HeldResource | None, events: list[fold.FoldE
     opened = held.open_interval if held is not None else None
     intervals: list[fold.Interval] = []
     if state is not None and opened is not None:
-        intervals.append(fold.Interval(
-            start=opened.start, end=None, project_id=state.project_id, state=state.state,
-            size=state.size, event_id=opened.event_id,
-        ))
+        intervals.append(fold.Interval(opened.start, None, state.project_id, state.state,
+                                       state.size, opened.event_id))
     for event in events:
         after = fold.apply(state, event)
-        intervals = fold.extend_lifecycle(intervals, state, after, event)
+        fold.step(intervals, state, after, event)
         state = after
     assert state is not None
     kept_open = False

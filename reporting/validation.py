@@ -7,15 +7,16 @@ volume's type id replaced by its name) or a reason string prefixed
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsonschema
 import jsonschema_rs
+import orjson
 import sqlalchemy as sa
 from jsonschema.protocols import Validator
 from sqlalchemy.orm import Session
@@ -81,13 +82,30 @@ class _SchemaCheck:
 
 _EVENT_CHECK = _SchemaCheck(EVENT_SCHEMA)
 
+
+def compiled(schema: dict[str, Any]) -> _SchemaCheck:
+    """The check of ``schema``, compiled once per process for each distinct document
+    (every request reads the registered schemas; compiling both validators costs
+    more than checking a batch against them)."""
+    try:
+        text = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits
+        text = json.dumps(schema, sort_keys=True)
+    return _compiled(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(text: str) -> _SchemaCheck:
+    # From the text, not the caller's dict: the cached check owns its document.
+    return _SchemaCheck(json.loads(text))
+
 SchemaKey = tuple[str, str]  # (platform, resource_type)
 SizeNameKey = tuple[str, str, str]  # (platform, cloud, size_id) of kind volume_type
 
 
-@dataclasses.dataclass(frozen=True)
-class ValidEvent:
-    """An item that passed every check, in the shape the events table stores."""
+class ValidEvent(NamedTuple):
+    """An item that passed every check, in the shape the events table stores (a named
+    tuple: a batch builds 1000 of them)."""
 
     event_id: str
     event_type: str
@@ -98,14 +116,14 @@ class ValidEvent:
     project_id: str
     timestamp: dt.datetime  # naive UTC
     source: str
-    payload: dict[str, Any]
+    payload: dict[str, Any]  # the item's own (sizes renamed in a copy), never changed
 
     @property
     def resource_key(self) -> ResourceKey:
         return (self.platform, self.cloud, self.resource_type, self.resource_id)
 
     def row(self, received_at: dt.datetime) -> dict[str, Any]:
-        # Not dataclasses.asdict: its deep copy of the payload dominates a 1000-event batch.
+        # Field by field, the payload shared (a deep copy would dominate a 1000-event batch).
         return {
             "event_id": self.event_id,
             "event_type": self.event_type,
@@ -204,6 +222,7 @@ class ItemValidator:
         self._names = dict(size_names)
         self._require = require_size_schema
         self._checks: dict[SchemaKey, _SchemaCheck] = {}
+        self._size_reasons: dict[tuple[SchemaKey, bytes], str | None] = {}
 
     def check_all(self, items: Sequence[Any]) -> list[ValidEvent | str]:
         """``check`` of every item; one walk of the batch rules out unstorable strings
@@ -213,7 +232,7 @@ class ItemValidator:
 
     def _size_check(self, key: SchemaKey) -> _SchemaCheck:
         if key not in self._checks:
-            self._checks[key] = _SchemaCheck(self._schemas[key])
+            self._checks[key] = compiled(self._schemas[key])
         return self._checks[key]
 
     def check(self, item: Any, *, known_storable: bool = False) -> ValidEvent | str:
@@ -234,30 +253,22 @@ class ItemValidator:
         if self._clouds is not None and item["cloud"] not in self._clouds:
             return _clip(f"{UNKNOWN_CLOUD}: the clouds file names no cloud {item['cloud']!r} "
                          "(a typo books every resource twice); add it, restart, and replay")
-        try:
-            timestamp = parse_timestamp(item["timestamp"])
-        except TimestampError as exc:
-            return _clip(f"event_schema: /timestamp: {exc}")
+        timestamp = _naive_utc(item["timestamp"])
+        if isinstance(timestamp, str):
+            return timestamp
         if item["project_id"] == "" and verb(item["event_type"]) != "delete":
             return "event_schema: /project_id: may be empty only on a delete"
-        payload = dict(item["payload"])
+        payload = item["payload"]
         if "size" in payload:
-            size = payload["size"] = self._named_size(item, payload["size"])
+            size = self._named_size(item, payload["size"])
+            if size is not payload["size"]:
+                payload = {**payload, "size": size}
             reason = self._size_reason(item["platform"], item["resource_type"], size)
             if reason is not None:
                 return reason
-        return ValidEvent(
-            event_id=item["event_id"],
-            event_type=item["event_type"],
-            platform=item["platform"],
-            cloud=item["cloud"],
-            resource_type=item["resource_type"],
-            resource_id=item["resource_id"],
-            project_id=item["project_id"],
-            timestamp=timestamp.replace(tzinfo=None),
-            source=item["source"],
-            payload=payload,
-        )
+        return ValidEvent(item["event_id"], item["event_type"], item["platform"], item["cloud"],
+                          item["resource_type"], item["resource_id"], item["project_id"],
+                          timestamp, item["source"], payload)
 
     def _named_size(self, item: Mapping[str, Any], size: dict[str, Any]) -> dict[str, Any]:
         type_id = size.get("type")
@@ -272,10 +283,46 @@ class ItemValidator:
             if self._require:
                 return f"size_schema: no size schema is registered for {platform}/{resource_type}"
             return None
+        # A batch carries a handful of distinct sizes (flavors): each is checked once.
+        shape = _shape(size)
+        if shape is not None and (key, shape) in self._size_reasons:
+            return self._size_reasons[(key, shape)]
         error = self._size_check(key).first_error(size)
-        if error is None:
-            return None
-        return _clip(f"size_schema: {platform}/{resource_type}: {error[0]}: {error[1]}")
+        reason = None if error is None else _clip(
+            f"size_schema: {platform}/{resource_type}: {error[0]}: {error[1]}")
+        if shape is not None:
+            self._size_reasons[(key, shape)] = reason
+        return reason
+
+
+def _shape(size: Any) -> bytes | None:
+    """A text naming ``size`` exactly (1, 1.0 and true differ), or None when orjson
+    cannot write it (an integer beyond 64 bits: checked every time)."""
+    try:
+        return orjson.dumps(size)
+    except orjson.JSONEncodeError:
+        return None
+
+
+_fromisoformat = dt.datetime.fromisoformat
+
+
+def _naive_utc(value: str) -> dt.datetime | str:
+    """The instant of a timestamp the event schema's pattern accepted, as naive UTC, or
+    the reason it is refused (``parse_timestamp``'s).
+
+    The common form (``...T...Z``) is UTC already: ``fromisoformat`` of the text before
+    the ``Z`` is exactly what ``parse_timestamp`` answers, at a tenth of its cost; an
+    impossible date there, and every other form, goes through ``parse_timestamp``."""
+    if value[-1:] == "Z" and "T" in value:
+        try:
+            return _fromisoformat(value[:-1])
+        except ValueError:
+            pass
+    try:
+        return parse_timestamp(value).replace(tzinfo=None)
+    except TimestampError as exc:
+        return _clip(f"event_schema: /timestamp: {exc}")
 
 
 def load_validator(
@@ -283,9 +330,10 @@ def load_validator(
     known_clouds: frozenset[str] | None = None,
 ) -> ItemValidator:
     """An ItemValidator holding the registered schemas and the size names ``items`` need."""
+    rt = ResourceType
     schemas = {
-        (row.platform, row.resource_type): row.size_schema
-        for row in session.execute(sa.select(ResourceType)).scalars()
+        (platform, resource_type): schema for platform, resource_type, schema in
+        session.execute(sa.select(rt.platform, rt.resource_type, rt.size_schema))
     }
     return ItemValidator(
         schemas, _size_names(session, items), require_size_schema=require_size_schema,

@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any
 
+import orjson
 from flask import request
 
 from reporting.api.errors import ApiError
@@ -31,20 +32,21 @@ MAX_DEPTH = 64
 
 def too_deep(document: Any) -> bool:
     """True when arrays/objects nest deeper than MAX_DEPTH (level by level, no
-    recursion; only containers are carried to the next level)."""
-    level = [document] if isinstance(document, (dict, list)) else []
+    recursion; only containers are carried to the next level).  A parsed body holds
+    plain dicts and lists, so an exact type test is enough."""
+    level = [document] if type(document) in _CONTAINERS else []
     depth = 0
     while level:
         depth += 1
         if depth > MAX_DEPTH:
             return True
-        below = []
-        for value in level:
-            for child in value.values() if isinstance(value, dict) else value:
-                if isinstance(child, (dict, list)):
-                    below.append(child)
-        level = below
+        level = [child for value in level
+                 for child in (value.values() if type(value) is dict else value)
+                 if type(child) in _CONTAINERS]
     return False
+
+
+_CONTAINERS = frozenset((dict, list))
 
 
 def json_object() -> dict[str, Any]:
@@ -71,8 +73,31 @@ def strict_loads(text: str) -> Any:
     return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
+# An integer of 19 digits or more may lie beyond 64 bits, which orjson reads as a
+# float: a body holding such a run of digits is read by the standard library.  The
+# body with every digit made "0" and every other byte a space, searched for 19
+# zeros: two passes at C speed (a regular expression takes twenty times longer).
+_DIGITS = bytes(ord("0") if chr(byte).isdigit() and byte < 128 else ord(" ")
+                for byte in range(256))
+_LONG_DIGITS = b"0" * 19
+
+
 def parse(data: bytes) -> Any:
-    """The JSON document in ``data``, else ApiError 400."""
+    """The JSON document in ``data``, else ApiError 400.
+
+    orjson reads what it can read exactly as the standard library would (a test
+    compares the two); whatever it refuses (NaN, a number out of range, a lone
+    surrogate, bad UTF-8, deep nesting) is decided, and its error worded, by the
+    standard library with the finite-number check."""
+    if _LONG_DIGITS not in data.translate(_DIGITS):
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    return _parse_stdlib(data)
+
+
+def _parse_stdlib(data: bytes) -> Any:
     try:
         text = data.decode("utf-8")
         document = strict_loads(text)

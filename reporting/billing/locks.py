@@ -13,16 +13,13 @@ PostgreSQL advisory locks, all in one key space:
 
 SQLite has one writer: the close holds the write lock for its whole transaction.
 The statements are operations of the write seam (``reporting.db.writes``):
-``hold_shared``, ``xact_lock``, ``begin_write``, ``serialised``, ``snapshot``.
+``store_events`` (ingest holds ``INGEST_KEY`` there), ``hold_shared``, ``xact_lock``,
+``begin_write``, ``serialised``, ``snapshot``.
 """
 
 from __future__ import annotations
 
 import hashlib
-
-from sqlalchemy.orm import Session
-
-from reporting.db import writes
 
 
 def _key(*parts: str) -> int:
@@ -37,7 +34,3 @@ PRICES_KEY = _key("prices")
 def period_key(cloud: str, period: str) -> int:
     return _key("period", cloud, period)
 
-
-def hold_ingest_share(session: Session) -> None:
-    """Called by ingest at the start of its write transaction."""
-    writes.of(session).hold_shared(session, INGEST_KEY)

@@ -24,18 +24,15 @@ def _add_commands(subparsers: argparse._SubParsersAction) -> None:
     actions.add_parser("current", help="print the revision the database is at")
 
 
-def _refuse_missing_sqlite_file(url: str) -> None:
-    """``db current`` on an SQLite file that does not exist would create it and report
-    "at base": a typo in the path is refused instead."""
-    import sqlalchemy as sa
+def _refuse_a_missing_database(url: str) -> None:
+    """``db current`` on a database that does not exist where opening it creates it (an
+    SQLite file) would create it and report "at base": a typo in the path is refused
+    instead."""
+    from reporting.db import writes
 
-    parsed = sa.engine.make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        from pathlib import Path
-
-        if not Path(parsed.database).exists():
-            raise ConfigError(f"[database] connection names the SQLite file {parsed.database}, "
-                              "which does not exist (db upgrade creates it)")
+    problem = writes.missing_database(url)
+    if problem is not None:
+        raise ConfigError(f"[database] connection {problem} (db upgrade creates it)")
 
 
 def _run(conf: cfg.ConfigOpts) -> str:
@@ -43,7 +40,7 @@ def _run(conf: cfg.ConfigOpts) -> str:
 
     action = conf.command.action
     if action == "current":
-        _refuse_missing_sqlite_file(conf.database.connection)
+        _refuse_a_missing_database(conf.database.connection)
     if action == "upgrade":
         migrations.upgrade(conf, conf.command.revision)
     elif action == "downgrade":

@@ -29,6 +29,7 @@ from reporting.cmd import (
 )
 
 PROG = "tally-reporting"
+GC_THRESHOLD = 50_000
 LOG = logging.getLogger(__name__)
 
 serve_opts: list[cfg.Opt] = [
@@ -58,6 +59,13 @@ serve_opts: list[cfg.Opt] = [
 ]
 
 
+def tune_worker_gc() -> None:
+    """A worker collects cyclic garbage every GC_THRESHOLD allocations: a batch of 1000
+    events builds some 25,000 objects that live until its answer, which at the default
+    threshold (700) the collector traversed some 30 times a batch."""
+    gc.set_threshold(GC_THRESHOLD)
+
+
 def _gunicorn_app(conf: cfg.ConfigOpts, flask_app: Any) -> Any:
     from gunicorn.app.base import BaseApplication
     from prometheus_client import multiprocess
@@ -78,6 +86,7 @@ def _gunicorn_app(conf: cfg.ConfigOpts, flask_app: Any) -> Any:
                 # account's HOME is often unwritable and Tally never uses it.
                 "control_socket_disable": True,
                 "child_exit": lambda _arbiter, worker: multiprocess.mark_process_dead(worker.pid),
+                "post_fork": lambda _arbiter, _worker: tune_worker_gc(),
             }
             for key, value in settings.items():
                 if key in self.cfg.settings:  # control_socket_* exist from gunicorn 23

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import orjson
-import sqlalchemy as sa
 from oslo_config import cfg
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -33,17 +32,6 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_opts(database_opts, group="database")
 
 
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cursor = dbapi_conn.cursor()
-    # WAL lets readers run beside the single writer; busy_timeout makes concurrent
-    # writers (several gunicorn workers) wait instead of failing.
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()
-
-
 def _json_loads(text: str | bytes) -> Any:
     """JSON columns as read back: orjson (the fold reads a size per row), the
     standard library for what orjson refuses (an integer beyond 64 bits)."""
@@ -54,20 +42,11 @@ def _json_loads(text: str | bytes) -> Any:
 
 
 def make_engine(url: str, *, pool_size: int = 5, max_overflow: int = 10) -> Engine:
-    """Build the engine for ``url`` and attach its write seam
-    (``reporting.db.writes``); SQLite gets WAL and a busy timeout."""
-    parsed = sa.engine.make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        engine = sa.create_engine(url, connect_args={"check_same_thread": False},
-                                  json_deserializer=_json_loads)
-        sa.event.listen(engine, "connect", _sqlite_pragmas)
-    else:
-        engine = sa.create_engine(
-            url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
-            json_deserializer=_json_loads,
-        )
-    writes.attach(engine)
-    return engine
+    """Build the engine for ``url`` with its write seam attached: the seam of the URL's
+    database builds it (``reporting.db.writes.create_engine``: SQLite gets WAL and a
+    busy timeout, PostgreSQL a pinged pool)."""
+    return writes.create_engine(url, pool_size=pool_size, max_overflow=max_overflow,
+                                json_deserializer=_json_loads)
 
 
 def engine_from_conf(conf: cfg.ConfigOpts) -> Engine:

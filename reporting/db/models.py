@@ -65,10 +65,12 @@ class Event(Base):
     received_at: Mapped[dt.datetime] = mapped_column(DateTime())
 
     __table_args__ = (
-        # The fold reads one resource's history in (timestamp, seq) order.
+        # One resource's history in (timestamp, seq) order.  resource_id leads: the
+        # fold probes it alone (reporting/db/writes/pg_lookup.py), so no index that
+        # leads with cloud can ever look like a probe to the planner.
         Index(
             "ix_events_resource_order",
-            "platform", "cloud", "resource_type", "resource_id", "timestamp", "seq",
+            "resource_id", "timestamp", "seq", "platform", "cloud", "resource_type",
         ),
         Index("ix_events_cloud_received", "cloud", "received_at"),
     )
@@ -105,8 +107,13 @@ class CurrentResource(Base):
     last_event_seq: Mapped[int] = mapped_column(BigInteger)
 
     __table_args__ = (
-        Index("ix_current_resources_cloud_type_live", "cloud", "resource_type", "live"),
+        # The inventory of a cloud and type in key order.  No mutable column but
+        # project_id is indexed, so a row rewrite (a delete included) stays HOT.
+        Index("ix_current_resources_cloud_type_key",
+              "cloud", "resource_type", "platform", "resource_id"),
         Index("ix_current_resources_project", "project_id"),
+        # What the fold probes (reporting/db/writes/pg_lookup.py).
+        Index("ix_current_resources_resource_id", "resource_id"),
     )
 
 
@@ -132,9 +139,10 @@ class ResourceInterval(Base):
     event_id: Mapped[str] = mapped_column(String(255))
 
     __table_args__ = (
+        # One resource's lifecycle in start order; resource_id leads (see events).
         Index(
             "ix_resource_intervals_resource",
-            "platform", "cloud", "resource_type", "resource_id", "start",
+            "resource_id", "start", "platform", "cloud", "resource_type",
         ),
         Index("ix_resource_intervals_cloud_start", "cloud", "start"),
         Index("ix_resource_intervals_project_start", "project_id", "start"),

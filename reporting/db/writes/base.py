@@ -17,7 +17,7 @@ import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
@@ -56,8 +56,7 @@ INTERVAL_COLUMNS = ("platform", "cloud", "resource_type", "resource_id", "start"
                     "project_id", "state", "size", "event_id")
 
 
-@dataclasses.dataclass(frozen=True)
-class OpenInterval:
+class OpenInterval(NamedTuple):
     """What the incremental fold needs of a live resource's open interval: its
     attributes are the row's (a change of attributes opens a new interval)."""
 
@@ -67,8 +66,7 @@ class OpenInterval:
     locator: Any = None  # where the seam finds the row again (PostgreSQL: its ctid)
 
 
-@dataclasses.dataclass(frozen=True)
-class HeldResource:
+class HeldResource(NamedTuple):
     """A resource the projection holds: its row and, while live, its open interval."""
 
     state: fold.ResourceState
@@ -142,6 +140,20 @@ def _history_query(group: TypeKey, ids_match: sa.ColumnElement[bool]) -> sa.Sele
 class Writes(abc.ABC):
     """The named operations; one subclass per dialect."""
 
+    # --- the engine -----------------------------------------------------------------------
+
+    @classmethod
+    @abc.abstractmethod
+    def create_engine(cls, url: str, *, pool_size: int, max_overflow: int, **options: Any
+                      ) -> sa.Engine:
+        """An engine of ``url`` with the connection settings this database needs."""
+
+    @classmethod
+    def missing_database(cls, url: sa.URL) -> str | None:
+        """Why ``url`` names no database yet, where connecting would create an empty one
+        (None: it exists, or the server refuses a missing one itself)."""
+        return None
+
     # --- events ---------------------------------------------------------------------------
 
     @abc.abstractmethod
@@ -151,6 +163,19 @@ class Writes(abc.ABC):
         call inserted.  ``rows`` (non-empty) carry ``EVENT_COLUMNS`` and one
         ``received_at``, their event ids are distinct; seq follows their order (the
         receipt order)."""
+
+    def store_events(self, session: Session, rows: Sequence[dict[str, Any]], *, hold: int
+                     ) -> dict[str, int]:
+        """An ingest transaction's first writes: hold lock ``hold`` shared until commit
+        (before any receipt number is drawn), ``insert_events`` the rows, then
+        ``lock_resources`` the resources of the rows it inserted.  Answers
+        ``{event_id: seq}`` of those rows (``insert_events``'s answer)."""
+        self.hold_shared(session, hold)
+        seqs = self.insert_events(session, rows)
+        self.lock_resources(session, {
+            (row["platform"], row["cloud"], row["resource_type"], row["resource_id"])
+            for row in rows if row["event_id"] in seqs})
+        return seqs
 
     def insert_rejected(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
         session.execute(sa.insert(REJECTED), list(rows))
@@ -266,7 +291,8 @@ class Writes(abc.ABC):
     def write_fold(self, session: Session, planned: FoldWrites) -> None:
         """Write a batch's fold: drop and end open intervals, replace the intervals
         of the replayed resources, insert the new intervals, update the held rows and
-        insert the new ones (the resources locked since ``held_resources``)."""
+        insert the new ones (the resources locked since ``held_resources``).  The plan
+        is written once: its dicts may be used up."""
         self.drop_intervals(session, planned.dropped_interval_ids)
         self.end_intervals(session, planned.ended_intervals)
         self.replace_intervals(session, planned.replayed, planned.new_intervals)

@@ -1,10 +1,11 @@
 """The write seam on PostgreSQL.
 
-A batch travels as ONE JSON parameter (``reporting.pg_batch``): writing 1000 rows
-costs one short statement and one ``orjson.dumps``.  Lookups by key take the ids
-as one array (``resource_id = ANY(:ids)`` beside the equal platform, cloud and
-type), which the planner serves from the primary key or ``ix_events_resource_order``
-whatever its statistics say.
+A batch travels as ONE JSON parameter (``pg_batch``): writing 1000 rows costs one
+short statement and one ``orjson.dumps``; ids travel as one array.  The fold's reads
+and deletes by key probe each key's index (``pg_lookup``), whatever the planner's
+statistics say.  An ingest batch costs three statements: its events and locks
+(``pg_ingest.STORE``), its held rows with their open intervals (``pg_lookup.HELD``)
+and its fold's writes (``pg_fold``).
 
 No deadlock between concurrent batches: each transaction inserts its events in
 event_id order and takes its resources' advisory locks in key order, so no two
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
@@ -24,9 +24,9 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting import pg_batch
+from reporting import fold
 from reporting.billing import sql_close, sql_rating
-from reporting.db.writes import pg_fold
+from reporting.db.writes import pg_batch, pg_fold, pg_ingest, pg_lookup
 from reporting.db.writes.base import (
     CURRENT,
     EVENT_COLUMNS,
@@ -39,11 +39,13 @@ from reporting.db.writes.base import (
     ResourceKey,
     T,
     Writes,
+    by_type,
 )
 
 _NAMES = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
-# seq is drawn in batch order (ORDER BY ord before nextval runs, in a materialised
-# step), the rows are inserted in event_id order.
+# One number per event (a database whose sequence still steps by 1, or a batch
+# larger than a block): seq is drawn in batch order (ORDER BY ord before nextval
+# runs, in a materialised step), the rows are inserted in event_id order.
 _DEFINITIONS = pg_batch.column_definitions(EVENTS, EVENT_COLUMNS)
 _INSERT_EVENTS = sa.text(
     "WITH batch AS MATERIALIZED ("  # noqa: S608 - names come from the model
@@ -54,19 +56,10 @@ _INSERT_EVENTS = sa.text(
     f"SELECT seq, {_NAMES}, CAST(:received_at AS timestamp) FROM batch ORDER BY event_id "
     "ON CONFLICT (event_id) DO NOTHING RETURNING event_id, seq"
 )
-_LOCK = sa.text(
-    "SELECT pg_advisory_xact_lock(k) FROM "
-    "(SELECT unnest(CAST(:ids AS bigint[])) AS k ORDER BY 1) AS ordered"
-)
 _IDS = postgresql.ARRAY(sa.String)
 # Serialization failures are retried whole; deadlocks should no longer happen, but
 # a retry is still the right answer to one.
 _RETRYABLE = ("40P01", "40001")  # deadlock_detected, serialization_failure
-
-
-def _lock_id(key: ResourceKey) -> int:
-    digest = hashlib.blake2b("\x1f".join(key).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
 
 
 def _update_located(session: Session, table: sa.Table,
@@ -84,19 +77,37 @@ def _update_located(session: Session, table: sa.Table,
 
 
 class PostgresWrites(Writes):
+    @classmethod
+    def create_engine(cls, url: str, *, pool_size: int, max_overflow: int, **options: Any
+                      ) -> sa.Engine:
+        # A pinged checkout: a pooled connection the server closed is replaced, not used.
+        return sa.create_engine(url, pool_size=pool_size, max_overflow=max_overflow,
+                                pool_pre_ping=True, **options)
+
+    def __init__(self) -> None:
+        # Whether the events sequence steps by a block (migration 0012), read once.
+        self._blocks: bool | None = None
+
     def insert_events(self, session: Session, rows: Sequence[dict[str, Any]]
                       ) -> dict[str, int]:
         # received_at travels once, beside the batch; the recordset ignores the key.
         params = {"batch": pg_batch.dumps(rows), "received_at": rows[0]["received_at"]}
         return {event_id: seq for event_id, seq in session.execute(_INSERT_EVENTS, params)}
 
+    def store_events(self, session: Session, rows: Sequence[dict[str, Any]], *, hold: int
+                     ) -> dict[str, int]:
+        if self._blocks is None:
+            self._blocks = session.execute(pg_ingest.STEP).scalar_one() >= pg_ingest.BLOCK
+        if self._blocks and len(rows) <= pg_ingest.BLOCK:
+            return pg_ingest.store(session, rows, hold)
+        # Several statements; the resources are still locked in one, in key order.
+        return super().store_events(session, rows, hold=hold)
+
     def retryable(self, exc: sa.exc.OperationalError) -> bool:
         return getattr(exc.orig, "sqlstate", None) in _RETRYABLE
 
     def lock_resources(self, session: Session, keys: Iterable[ResourceKey]) -> None:
-        ids = sorted({_lock_id(key) for key in keys})
-        if ids:
-            session.execute(_LOCK, {"ids": pg_batch.array_literal(ids)})
+        pg_ingest.lock(session, keys)
 
     def _ids_match(self, column: sa.ColumnElement[str], ids: Sequence[str]
                    ) -> Iterable[sa.ColumnElement[bool]]:
@@ -104,6 +115,26 @@ class PostgresWrites(Writes):
         # psycopg adapts element by element.
         yield column == sa.any_(sa.cast(
             sa.bindparam("ids", pg_batch.array_literal(ids), type_=sa.Text), _IDS))
+
+    # Reads and deletes by key probe each key (pg_lookup): no plan walks a table.
+
+    def held_resources(self, session: Session, keys: Iterable[ResourceKey]
+                       ) -> dict[ResourceKey, HeldResource]:
+        held: dict[ResourceKey, HeldResource] = {}
+        for group, ids in by_type(keys).items():
+            held.update(pg_lookup.held(session, group, ids))
+        return held
+
+    def histories(self, session: Session, keys: Iterable[ResourceKey]
+                  ) -> dict[ResourceKey, list[fold.FoldEvent]]:
+        found: dict[ResourceKey, list[fold.FoldEvent]] = {}
+        for group, ids in by_type(keys).items():
+            found.update(pg_lookup.histories(session, group, ids))
+        return found
+
+    def delete_intervals_of(self, session: Session, keys: Iterable[ResourceKey]) -> None:
+        for group, ids in by_type(keys).items():
+            pg_lookup.delete_intervals(session, group, ids)
 
     def insert_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
         if rows:

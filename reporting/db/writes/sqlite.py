@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -49,7 +50,32 @@ _END_INTERVAL = (
 )
 
 
+def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    # WAL lets readers run beside the single writer; busy_timeout makes concurrent
+    # writers (several gunicorn workers) wait instead of failing.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
 class SqliteWrites(Writes):
+    @classmethod
+    def create_engine(cls, url: str, *, pool_size: int, max_overflow: int, **options: Any
+                      ) -> sa.Engine:
+        # One file, one writer at a time: no pool to size; WAL and a busy timeout.
+        engine = sa.create_engine(url, connect_args={"check_same_thread": False}, **options)
+        sa.event.listen(engine, "connect", _pragmas)
+        return engine
+
+    @classmethod
+    def missing_database(cls, url: sa.URL) -> str | None:
+        if url.database in (None, "", ":memory:") or Path(url.database).exists():
+            return None
+        return f"names the SQLite file {url.database}, which does not exist"
+
     def insert_events(self, session: Session, rows: Sequence[dict[str, Any]]
                       ) -> dict[str, int]:
         return {event_id: seq for event_id, seq in session.execute(_INSERT_EVENTS, list(rows))}

@@ -146,6 +146,32 @@ def test_any_arrival_order_and_batching_gives_the_same_row_and_lifecycle(
     assert_projection(factory, events)
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), lives=st.lists(histories(), min_size=2, max_size=12))
+def test_batches_of_many_resources_some_held_some_late_give_each_its_fold(
+    factory: sessionmaker[Session], data: st.DataObject, lives: list[list[dict[str, Any]]]
+) -> None:
+    """The shape a cloud sends: one batch folds many resources at once, some already
+    held (their new events sort after the row, or before it: late), some new."""
+    first: list[dict[str, Any]] = []
+    rest: list[dict[str, Any]] = []
+    for events in lives:
+        held = data.draw(st.sets(st.integers(0, len(events) - 1)))
+        first.extend(e for n, e in enumerate(events) if n in held)
+        rest.extend(e for n, e in enumerate(events) if n not in held)
+    for batch in (data.draw(st.permutations(first)), data.draw(st.permutations(rest))):
+        if batch:
+            results = ingest(factory, batch, require_size_schema=False)
+            assert all(r.status == "stored" for r in results), results
+    for events in lives:
+        assert_projection(factory, events)
+    everything = data.draw(st.permutations(first + rest))
+    assert {r.status for r in ingest(factory, everything, require_size_schema=False)
+            } == {"duplicate"}
+    for events in lives:
+        assert_projection(factory, events)
+
+
 def test_each_event_in_its_own_batch_in_reverse(factory: sessionmaker[Session]) -> None:
     events = [
         make_event("vm-rev", 0, "create", 0, "p1", "active", 1),

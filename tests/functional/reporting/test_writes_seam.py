@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +82,8 @@ def interval(resource_id: str, start: int, end: int | None, event_id: str) -> di
 
 
 def test_the_positional_reads_follow_the_fold_dataclasses() -> None:
-    assert [f.name for f in dataclasses.fields(fold.ResourceState)] == list(STATE_COLUMNS)
-    assert [f.name for f in dataclasses.fields(fold.FoldEvent)] == [
+    assert list(fold.ResourceState._fields) == list(STATE_COLUMNS)
+    assert list(fold.FoldEvent._fields) == [
         "event_id", "event_type", "project_id", "timestamp", "payload", "seq"]
 
 
@@ -116,6 +115,76 @@ def test_insert_events_stores_each_id_once_and_seq_follows_the_rows(
     assert set(again) == {"e-new"} and again["e-new"] > max(seqs.values())
     with factory() as session:
         assert session.execute(sa.select(sa.func.count()).select_from(Event)).scalar() == 5
+
+
+def other_connection_can_lock(db_url: str, keys: list[int]) -> list[bool]:
+    """Whether another session gets each advisory lock exclusively (PostgreSQL)."""
+    engine = sa.create_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            return [bool(conn.execute(sa.text("SELECT pg_try_advisory_xact_lock(:k)"),
+                                      {"k": k}).scalar()) for k in keys]
+    finally:
+        engine.dispose()
+
+
+def resource_lock(factory: sessionmaker[Session], resource_id: str) -> int:
+    with factory() as session:
+        return int(session.execute(sa.text("SELECT hashtextextended(:t, 0)"), {
+            "t": "\x1f".join(key(resource_id))}).scalar_one())
+
+
+def test_store_events_numbers_the_batch_in_order_and_skips_stored_ids(
+        factory: sessionmaker[Session], seam: Writes, backend: str) -> None:
+    rows = [event_row(f"s-{name}", f"vm-{n % 2}", n) for n, name in enumerate("zamby")]
+    with factory.begin() as session:
+        seqs = seam.store_events(session, rows, hold=77)
+    assert set(seqs) == {r["event_id"] for r in rows}
+    numbers = [seqs[r["event_id"]] for r in rows]
+    assert numbers == sorted(set(numbers))  # receipt order, each once
+    if backend == "postgresql":  # one number drawn for the batch, its events numbered from it
+        assert numbers == list(range(numbers[0], numbers[0] + len(rows)))
+    with factory.begin() as session:
+        again = seam.store_events(session, [rows[1], event_row("s-new", "vm-0", 9), rows[3]],
+                                  hold=77)
+    assert set(again) == {"s-new"} and again["s-new"] > max(numbers)
+    with factory() as session:
+        assert session.execute(sa.select(sa.func.count()).select_from(Event)).scalar() == 6
+
+
+def test_store_events_of_more_than_a_block(factory: sessionmaker[Session], seam: Writes) -> None:
+    rows = [event_row(f"big-{n:05d}", f"vm-{n % 7}", n) for n in range(2500)]
+    with factory.begin() as session:
+        seqs = seam.store_events(session, rows, hold=77)
+    numbers = [seqs[r["event_id"]] for r in rows]
+    assert numbers == sorted(set(numbers)) and len(numbers) == 2500
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_store_events_holds_the_close_lock_and_locks_the_stored_resources(
+        factory: sessionmaker[Session], seam: Writes, db_url: str) -> None:
+    with factory.begin() as session:
+        seam.store_events(session, [event_row("stored-before", "vm-dup", 0)], hold=78)
+    locks = [resource_lock(factory, r) for r in ("vm-a", "vm-b", "vm-dup", "vm-other")]
+    with factory.begin() as session:
+        seam.store_events(session, [event_row("l-1", "vm-a", 1), event_row("l-2", "vm-b", 2),
+                                    event_row("l-3", "vm-a", 3),
+                                    event_row("stored-before", "vm-dup", 0)], hold=78)
+        # The close's key is held shared; the stored events' resources exclusively, the
+        # resource of the duplicate (nothing to fold) and any other not at all.
+        assert other_connection_can_lock(db_url, [78, *locks]) == [False, False, False, True,
+                                                                    True]
+    assert other_connection_can_lock(db_url, [78, *locks]) == [True] * 5
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_lock_resources_takes_the_locks_store_events_takes(
+        factory: sessionmaker[Session], seam: Writes, db_url: str) -> None:
+    locks = [resource_lock(factory, r) for r in ("vm-a", 'vm "b"', "vm-c")]
+    with factory.begin() as session:
+        seam.insert_events(session, [event_row("x", "vm-a", 0)])
+        seam.lock_resources(session, [key("vm-a"), key('vm "b"')])
+        assert other_connection_can_lock(db_url, locks) == [False, False, True]
 
 
 def test_held_resources_read_rows_with_their_open_interval(
@@ -324,12 +393,33 @@ def test_billing_locks_and_the_close_snapshot(factory: sessionmaker[Session],
         assert count(session) == 2
 
 
+def uses(pattern: str, allowed: Callable[[Path], bool]) -> list[str]:
+    """The modules of reporting/ where ``pattern`` occurs, but those ``allowed``."""
+    found = re.compile(pattern)
+    return [str(path.relative_to(REPO)) for path in sorted((REPO / "reporting").rglob("*.py"))
+            if found.search(path.read_text()) and not allowed(path)]
+
+
 def test_only_the_factory_chooses_by_dialect() -> None:
-    """Callers never branch on the dialect: only reporting/db/writes/__init__.py names it."""
-    branching = re.compile(r"dialect\.name|dialect ==|dialect !=")
-    found = [
-        str(path.relative_to(REPO))
-        for path in sorted((REPO / "reporting").rglob("*.py"))
-        if branching.search(path.read_text()) and path != REPO / "reporting/db/writes/__init__.py"
-    ]
-    assert found == []
+    """Callers never branch on the dialect: only reporting/db/writes/__init__.py reads
+    which database a URL or engine is, the seam's modules alone name a dialect's
+    objects, and only the models pick a type per dialect (``with_variant``)."""
+    writes_dir = REPO / "reporting/db/writes"
+    factory = writes_dir / "__init__.py"
+    assert uses(r"dialect\.name|dialect ==|dialect !=|get_backend_name\(|drivername",
+                lambda path: path == factory) == []
+    assert uses(r"\.dialect\b|sqlalchemy\.dialects",
+                lambda path: path.parent == writes_dir) == []
+    assert uses(r"with_variant", lambda path: path.parent == REPO / "reporting/db"
+                and path.name in ("models.py", "billing_models.py")) == []
+
+
+def test_a_missing_sqlite_file_is_told_and_nothing_else_is(tmp_path: Path) -> None:
+    assert writes.missing_database(f"sqlite:///{tmp_path / 'nope.sqlite'}") == (
+        f"names the SQLite file {tmp_path / 'nope.sqlite'}, which does not exist")
+    (tmp_path / "there.sqlite").touch()
+    assert writes.missing_database(f"sqlite:///{tmp_path / 'there.sqlite'}") is None
+    assert writes.missing_database("sqlite://") is None  # in memory
+    assert writes.missing_database("postgresql+psycopg://u@db.invalid/none") is None
+    with pytest.raises(ValueError, match="unsupported database dialect 'mysql'"):
+        writes.missing_database("mysql://u@db/x")

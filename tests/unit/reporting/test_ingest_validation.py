@@ -6,9 +6,18 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from mapping.event import TimestampError, parse_timestamp
 from mapping.size_schemas import SEEDED_SIZE_SCHEMAS
-from reporting.validation import ItemValidator, ValidEvent, check_size_schema, unstorable
+from reporting.validation import (
+    ItemValidator,
+    ValidEvent,
+    _naive_utc,
+    check_size_schema,
+    unstorable,
+)
 
 SCHEMAS = {("openstack", name): schema for name, schema in SEEDED_SIZE_SCHEMAS.items()}
 
@@ -109,3 +118,45 @@ def test_a_trailing_newline_is_refused(field: str) -> None:
     bad = item(**{field: item()[field] + "\n"})
     reason = validator().check(bad)
     assert isinstance(reason, str) and reason.startswith(f"event_schema: /{field}")
+
+
+@st.composite
+def rfc3339(draw: st.DrawFn) -> str:
+    """Texts the event schema's timestamp pattern accepts, impossible dates included."""
+    date = f"{draw(st.integers(0, 9999)):04d}-{draw(st.integers(0, 13)):02d}-{draw(st.integers(0, 32)):02d}"
+    time = f"{draw(st.integers(0, 24)):02d}:{draw(st.integers(0, 60)):02d}:{draw(st.integers(0, 60)):02d}"
+    fraction = draw(st.sampled_from(["", "."]))
+    if fraction:
+        fraction += draw(st.text("0123456789", min_size=1, max_size=6))
+    offset = draw(st.sampled_from(["Z", "z", "+00:00", "-00:00", "+05:30", "-12:00", "+23:59"]))
+    return date + draw(st.sampled_from("Tt")) + time + fraction + offset
+
+
+@settings(max_examples=2000, deadline=None)
+@given(rfc3339())
+def test_the_timestamp_fast_path_answers_as_parse_timestamp(value: str) -> None:
+    try:
+        expected: dt.datetime | str = parse_timestamp(value).replace(tzinfo=None)
+    except TimestampError as exc:
+        expected = f"event_schema: /timestamp: {exc}"
+    assert _naive_utc(value) == expected
+
+
+def test_each_distinct_size_is_checked_once_per_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    checker = validator()
+    calls: list[Any] = []
+    items = [item(event_id=f"e{n}", resource_type="instance",
+                  payload={"size": {"vcpus": n % 2 or 1.0, "ram_gb": 1, "disk_gb": 1,
+                                    "flavor": "f"}}) for n in range(6)]
+    items.append(item(event_id="bad", resource_type="instance",
+                      payload={"size": {"vcpus": -1, "ram_gb": 1, "disk_gb": 1, "flavor": "f"}}))
+    first = checker.check(items[0])  # builds the type's check
+    assert isinstance(first, ValidEvent)
+    check = checker._size_check(("openstack", "instance"))
+    original = check.first_error
+    monkeypatch.setattr(check, "first_error", lambda size: calls.append(size) or original(size))
+    checked = [checker.check(i) for i in items] + [checker.check(items[-1])]
+    # 1 (an int) and 1.0 (a float) are two sizes; the refused one is refused twice.
+    assert [c for c in checked if isinstance(c, str)] == [
+        "size_schema: openstack/instance: /vcpus: -1 is less than the minimum of 0"] * 2
+    assert len(calls) == 2  # the int size was cached by the first check

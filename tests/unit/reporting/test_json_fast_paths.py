@@ -2,8 +2,9 @@
 
 ``validation.unstorable`` (through ``mapping.jsontext``) and ``pg_batch.dumps``
 encode with orjson and hand what orjson cannot decide (or write) to the standard
-library; the request body is
-parsed by the standard library with a finite-number check.
+library; the request body is parsed by orjson, and what orjson refuses (or could
+read inexactly: integers beyond 64 bits) by the standard library with a
+finite-number check.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reporting import pg_batch
 from reporting.api.errors import ApiError
-from reporting.api.jsonbody import MAX_DEPTH, parse, too_deep
+from reporting.api.jsonbody import MAX_DEPTH, _parse_stdlib, parse, too_deep
+from reporting.db.writes import pg_batch
 from reporting.validation import _ESCAPED_NUL, unstorable
 
 text = st.text(alphabet=st.characters(codec=None)) | st.sampled_from(
@@ -94,6 +95,43 @@ def test_a_body_keeps_its_numbers_exact() -> None:
     document = parse(b'{"big": 123456789012345678901234567890, "f": 1.5e300, "z": -0.0}')
     assert exact(document) == exact({"big": 123456789012345678901234567890, "f": 1.5e300,
                                      "z": -0.0})
+
+
+def parsed_or_refused(parser: Any, body: bytes) -> tuple[str, str]:
+    try:
+        return ("ok", exact(parser(body)))
+    except ApiError as exc:
+        return ("refused", exc.message)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(documents, st.sampled_from([{}, {"ensure_ascii": False}, {"indent": 1},
+                                   {"separators": (",", ":")}]))
+def test_a_body_reads_as_the_standard_library_reads_it(document: Any, style: dict[str, Any]
+                                                       ) -> None:
+    try:
+        body = json.dumps({"d": document}, **style).encode("utf-8")
+    except (UnicodeEncodeError, ValueError):
+        return  # not a body a client can send as UTF-8 JSON
+    assert parsed_or_refused(parse, body) == parsed_or_refused(_parse_stdlib, body)
+
+
+@pytest.mark.parametrize("body", [
+    b'{"n": 1e999}', b'{"n": NaN}', b'{"n": 12345678901234567890123}', b'{"n": -9999999999999999999}',
+    b'{"n": 18446744073709551615}', b'{"n": 9223372036854775807}', b'{"n": 0.12345678901234567891}',
+    b'{"s": "\\ud800"}', b'{"s": "\\ud83d\\ude00"}', b'\xef\xbb\xbf{}', b'\xff{}', b'{"a": 1, "a": 2}',
+    b'{"a": [01]}', b'{"a": 1,}', b' {"a": -0} ', b'{"a": 1E2, "b": 1e-400, "c": -0.0}',
+    b'{"s": "\x1f"}', b"[" * 2000 + b"]" * 2000,
+])
+def test_bodies_orjson_reads_differently_or_refuses_read_as_the_standard_library(
+        body: bytes) -> None:
+    assert parsed_or_refused(parse, body) == parsed_or_refused(_parse_stdlib, body)
+
+
+def test_a_body_with_an_integer_beyond_64_bits_keeps_it_an_integer() -> None:
+    assert parse(b'{"n": 123456789012345678901234567890}') == {
+        "n": 123456789012345678901234567890}
+    assert type(parse(b'{"n": 18446744073709551616}')["n"]) is int
 
 
 def nested(depth: int, kind: str) -> Any:

@@ -1,10 +1,12 @@
-"""tally-reporting freezes what start-up built before gunicorn forks its workers."""
+"""tally-reporting freezes what start-up built before gunicorn forks its workers, and
+each worker collects cyclic garbage less often."""
 
 from __future__ import annotations
 
 import gc
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -43,3 +45,15 @@ def test_main_puts_back_the_metrics_directory_it_set(
     config.write_text("[database]\nconection = sqlite://\n")
     assert serve.main(["--config-file", str(config)]) == 2
     assert "PROMETHEUS_MULTIPROC_DIR" not in os.environ
+
+
+def test_each_worker_collects_cyclic_garbage_less_often() -> None:
+    conf = SimpleNamespace(api=SimpleNamespace(bind="127.0.0.1:0", workers=1, threads=1,
+                                               timeout=30))
+    application = serve._gunicorn_app(conf, object())
+    before = gc.get_threshold()
+    try:
+        application.cfg.post_fork(None, None)  # what gunicorn calls in a new worker
+        assert gc.get_threshold()[0] == serve.GC_THRESHOLD > 10 * before[0]
+    finally:
+        gc.set_threshold(*before)
