@@ -23,7 +23,6 @@ its own database.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import os
 import statistics
@@ -31,7 +30,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,30 +76,6 @@ def _list_everything(clouds_yaml: Path) -> int:
     total += walk(glance, "v2/images", "images", {"visibility": "all", "os_hidden": "true"})
     total += walk(adapter("load-balancer"), "v2/lbaas/loadbalancers", "loadbalancers", {})
     return total
-
-
-@contextlib.contextmanager
-def _booking_timed() -> Iterator[dict[str, float]]:
-    """Time the run's calls into the ingest path (the booking of its corrections)."""
-    from reporting.sync import runner
-
-    totals = {"calls": 0, "items": 0, "seconds": 0.0}
-    ingest = runner.ingest
-
-    def timed(factory: Any, items: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return ingest(factory, items, **kwargs)
-        finally:
-            totals["seconds"] += time.perf_counter() - started
-            totals["calls"] += 1
-            totals["items"] += len(items)
-
-    runner.ingest = timed
-    try:
-        yield totals
-    finally:
-        runner.ingest = ingest
 
 
 def main() -> int:
@@ -162,13 +136,9 @@ def main() -> int:
             assert response.status_code == 200, response.get_json()
             return elapsed, response.get_json()["stats"]
 
-        with _booking_timed() as booking:
-            first, stats = sync(at)
+        first, stats = sync(at)
         print(f"first sync (books every resource): {first:.1f} s, created {stats['created']}, "
               f"deferred {stats['deferred']}")
-        print(f"  of which booking: {booking['items']} corrections in {booking['calls']} "
-              f"ingest calls, {booking['seconds']:.1f} s "
-              f"({booking['items'] / max(booking['seconds'], 1e-9):.0f} corrections/s)")
         listings, syncs = [], []
         for round_no in range(args.rounds):
             started = time.perf_counter()

@@ -128,7 +128,8 @@ def test_an_adapter_stuck_past_the_budget_still_ends_the_run(syncer: Syncer, tmp
         syncer.advance(T1)
         syncer.world.world.faults.set("identity", status=401)
         run = failed_run(short, short.sync(T1))
-        assert run.stats["errors"] == ["the run did not fit its budget of 1.5 s"]
+        assert run.stats["errors"] == [
+            "the run did not fit its budget of 1.5 s: its process was stopped"]
     finally:
         short.app.extensions[ENGINE_KEY].dispose()
 

@@ -26,17 +26,3 @@ def test_window_is_clamped_to_24_hours():
 def test_told_instant_behind_the_bound_asks_for_the_whole_24_hours():
     window = deletion_window(AT, AT + dt.timedelta(hours=2), SETTLE)
     assert window.since == AT - dt.timedelta(hours=24) and window.behind_bound
-
-
-def test_gc_is_paused_during_runs_and_restored_after_the_last():
-    import gc
-
-    from reporting.sync.runner import gc_paused
-
-    assert gc.isenabled()
-    with gc_paused():
-        assert not gc.isenabled()
-        with gc_paused():
-            assert not gc.isenabled()
-        assert not gc.isenabled()
-    assert gc.isenabled()

@@ -1,0 +1,106 @@
+"""The work of one sync run, done in the run's own process (``reporting.sync.child``).
+
+deletion window -> adapter observes the cloud -> read the projection -> plan -> book
+the corrections through the ordinary ingest path -> sightings and size names.  The
+lease and the ``sync_runs`` row belong to the process that started the run
+(``reporting.sync.runner``); this module only fills in the run's stats.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from typing import Any
+
+from oslo_config import cfg
+from sqlalchemy.orm import Session, sessionmaker
+
+from mapping.event import MAX_BATCH, format_timestamp
+from reporting.ingest import ingest
+from reporting.sync import lock, store
+from reporting.sync.clouds import CloudEntry, build_adapter
+from reporting.sync.observation import Observation, ObserveRequest, RunAborted
+from reporting.sync.plan import ACTION_STAT, Plan, RunContext, plan_corrections
+from reporting.sync.window import deletion_window
+
+LOG = logging.getLogger(__name__)
+
+
+def over_budget(budget_s: float) -> str:
+    """The error of a run that did not fit its budget (one wording wherever it ends)."""
+    return f"the run did not fit its budget of {budget_s:g} s"
+
+
+def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: CloudEntry,
+              run_id: str, at: dt.datetime, deadline: float, stats: dict[str, Any]) -> None:
+    """Reconcile ``entry`` at the told instant ``at`` (naive UTC) before ``deadline``
+    (``time.monotonic()``), recording what happened in ``stats``.  Raises RunAborted
+    when the run cannot go on."""
+    budget_s = float(conf.sync.budget_s)
+    settle = dt.timedelta(seconds=float(conf.sync.settle_s))
+    bound = store.completed_bound(factory, entry.name)
+    window = deletion_window(at, bound, settle)
+    if window.behind_bound:
+        LOG.warning("sync of %s: told instant %s is behind the last completed run (%s); "
+                    "asking for the whole 24 hours of deletions before it",
+                    entry.name, format_timestamp(at), format_timestamp(bound or at))
+    stats["deletion_window"] = {
+        "since": format_timestamp(window.since) if window.since else None,
+        "clamped": window.clamped,
+    }
+    adapter = build_adapter(entry, budget_s)
+    observation = adapter.observe(ObserveRequest(entry.name, at, window.since, deadline))
+    stats["enumerated_types"] = sorted(observation.enumerated_types)
+    stats["errors"].extend(observation.errors)
+    if time.monotonic() > deadline:
+        raise RunAborted(over_budget(budget_s))
+    if observation.size_names is not None:
+        store.store_size_names(factory, entry.platform, entry.name,
+                               observation.size_names, lock.utcnow())
+    ctx = RunContext(run_id, entry.platform, entry.name, at, settle)
+    plan = _plan(factory, ctx, observation, bound)
+    stats["deferred"] = dict(plan.deferred)
+    _book(factory, plan, stats, deadline, budget_s,
+          strict=bool(conf.ingest.require_size_schema))
+    if not stats["errors"]:
+        seen = [(o.resource_type, o.resource_id) for o in observation.resources]
+        store.record_sightings(factory, entry.name, seen, at, bound)
+
+
+def _plan(factory: sessionmaker[Session], ctx: RunContext, observation: Observation,
+          bound: dt.datetime | None) -> Plan:
+    # The listing was read first, the projection now (see the absence rule).
+    rows = store.projection_rows(factory, ctx.platform, ctx.cloud)
+    keys = {(row.resource_type, row.resource_id) for row in rows}
+    observed = {(o.resource_type, o.resource_id) for o in observation.resources}
+    named = observed | observation.unknown | {
+        (d.resource_type, d.resource_id) for d in observation.deletions}
+    held = store.held_deleted(factory, ctx.platform, ctx.cloud, observed - keys)
+    absent = [
+        (row.resource_type, row.resource_id) for row in rows
+        if row.live and row.resource_type in observation.enumerated_types
+        and (row.resource_type, row.resource_id) not in named
+    ]
+    seen = store.last_seen(factory, ctx.cloud, absent, bound)
+    return plan_corrections(ctx, observation, rows, held, seen)
+
+
+def _book(factory: sessionmaker[Session], plan: Plan, stats: dict[str, Any], deadline: float,
+          budget_s: float, *, strict: bool) -> None:
+    corrections = plan.corrections
+    for start in range(0, len(corrections), MAX_BATCH):
+        if time.monotonic() > deadline:
+            # What is booked stands; the next run plans the rest again.
+            stats["errors"].append(
+                f"{over_budget(budget_s)}: booked {start} of {len(corrections)} corrections")
+            return
+        batch = corrections[start:start + MAX_BATCH]
+        results = ingest(factory, [c.event for c in batch], require_size_schema=strict)
+        for correction, result in zip(batch, results, strict=True):
+            if result.status == "stored":
+                stats[ACTION_STAT[correction.action]] += 1
+            elif result.status == "rejected":
+                stats["errors"].append(
+                    f"booking sync.{correction.action} of {correction.resource_type} "
+                    f"{correction.resource_id}: rejected: {result.reason}")

@@ -1,0 +1,118 @@
+"""A sync run works in a process of its own (reporting.sync.run_process): the serving
+process is untouched by it, and an overrun process is killed, the run failed and its
+lease released."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gc
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from reporting.db.models import SyncLock
+from reporting.db.session import ENGINE_KEY
+from reporting.sync.child_job import Job, snapshot
+from reporting.sync.clouds import CloudEntry
+from reporting.sync.run_process import CHILD_MODULE, KILL_GRACE_S, _child_environment
+from tests.functional.sync.conftest import START, Syncer
+from tests.functional.sync.test_failures import failed_run, other_syncer
+
+T1 = START + dt.timedelta(hours=6)
+
+
+def run_processes() -> list[int]:
+    """Pids of this process's children running a sync run."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        if ppid == os.getpid() and CHILD_MODULE.encode() in command:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_run_changes_nothing_in_the_serving_process(syncer: Syncer) -> None:
+    syncer.advance(T1)
+    syncer.world.world.faults.set("compute", delay_s=0.3)  # a run long enough to watch
+    seen: dict[str, set] = {"gc": set(), "children": set()}
+    threads_before = {t.ident for t in threading.enumerate()}
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            seen["gc"].add(gc.isenabled())
+            seen["children"].update(run_processes())
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        summary = syncer.sync_ok(T1)
+    finally:
+        done.set()
+        watcher.join()
+    assert summary["stats"]["created"] > 0
+    assert seen["gc"] == {True}  # the collector stayed on here throughout
+    assert len(seen["children"]) == 1  # the run was done by a process of its own
+    assert run_processes() == []  # and it ended with the run
+    new_threads = {t.ident for t in threading.enumerate()} - threads_before
+    assert new_threads == set()
+
+
+def test_an_overrun_process_is_killed_the_run_failed_and_the_lease_released(
+        syncer: Syncer, tmp_path: Path) -> None:
+    # keystoneauth blocks on its own plugin lock when the identity endpoint answers
+    # its version document 401: the run's process never returns by itself.
+    short = other_syncer(syncer, tmp_path, {"os_cloud": "sim-admin"}, budget_s=1.5)
+    try:
+        syncer.advance(T1)
+        syncer.world.world.faults.set("identity", status=401)
+        started = time.monotonic()
+        run = failed_run(short, short.sync(T1))
+        took = time.monotonic() - started
+        assert run.stats["errors"] == [
+            "the run did not fit its budget of 1.5 s: its process was stopped"]
+        assert took < 1.5 + KILL_GRACE_S + 5, took
+        assert run_processes() == []
+        with short.factory() as session:
+            assert session.execute(sa.select(SyncLock)).scalars().all() == []
+        syncer.world.world.faults.set("identity")
+        assert short.sync_ok(T1)["status"] == "completed"  # nothing left holding the cloud
+    finally:
+        short.app.extensions[ENGINE_KEY].dispose()
+
+
+def test_a_run_process_ends_by_itself_when_nobody_kills_it(syncer: Syncer) -> None:
+    # Started as the service starts it, but never killed: the stuck run (identity
+    # 401, as above) ends by the process's own alarm, 2 x KILL_GRACE_S past its deadline.
+    syncer.advance(T1)
+    syncer.world.world.faults.set("identity", status=401)
+    conf = syncer.app.config["TALLY_CONF"]
+    entry = CloudEntry("sim", "openstack", "openstack", {"os_cloud": "sim-admin"})
+    started = time.monotonic()
+    # Time enough for the process to start and send its first request (a process
+    # that finds its deadline spent sends nothing and ends at once).
+    left = 5.0
+    job = Job(snapshot(conf), entry, "alone", T1.replace(tzinfo=None), started + left)
+    child = subprocess.Popen([sys.executable, "-m", CHILD_MODULE], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=_child_environment())
+    try:
+        out, _ = child.communicate(job.to_json(), timeout=60)
+    finally:
+        child.kill()
+        child.wait()
+    took = time.monotonic() - started
+    assert (child.returncode, out) == (-signal.SIGALRM, b"")
+    assert left + 2 * KILL_GRACE_S <= took < left + 2 * KILL_GRACE_S + 10, took
