@@ -38,6 +38,7 @@ Needs the RabbitMQ and PostgreSQL named by TALLY_TEST_RABBIT_URL / TALLY_TEST_PG
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import gc
 import json
@@ -61,6 +62,7 @@ import requests  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 from oslo_config import cfg  # noqa: E402
 
+from bench.scratch_database import scratch_database  # noqa: E402
 from mapping.openstack import map_notification  # noqa: E402
 from tests.functional.collector.harness import (  # noqa: E402
     INGEST_TOKEN,
@@ -373,11 +375,8 @@ def main() -> int:
     pg_url = os.environ.get("TALLY_TEST_PG_URL",
                             "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 
-    name = f"tally_bench_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(pg_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    db_url = sa.engine.make_url(pg_url).set(database=name).render_as_string(hide_password=False)
+    scratch = contextlib.ExitStack()
+    db_url = scratch.enter_context(scratch_database(pg_url))
     try:
         with tempfile.TemporaryDirectory(prefix="tally-bench-") as tmp:
             workdir = Path(tmp)
@@ -422,9 +421,7 @@ def main() -> int:
             finally:
                 reporting.close()
     finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        scratch.close()
     return 0
 
 

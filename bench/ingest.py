@@ -58,10 +58,13 @@ from typing import Any
 import requests
 import sqlalchemy as sa
 
-from reporting.clock import utcnow
-from reporting.db import migrations
-from reporting.db.engine import make_engine, make_sessionmaker
-from reporting.ingest import ingest
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.scratch_database import scratch_database  # noqa: E402
+from reporting.clock import utcnow  # noqa: E402
+from reporting.db import migrations  # noqa: E402
+from reporting.db.engine import make_engine, make_sessionmaker  # noqa: E402
+from reporting.ingest import ingest  # noqa: E402
 
 BATCH = 1000
 T0 = dt.datetime(2026, 1, 1)
@@ -117,18 +120,9 @@ def _event(tag: str, n: int, resource: int, step: int) -> dict[str, Any]:
 
 @contextmanager
 def fresh_database(admin_url: str) -> Iterator[str]:
-    name = f"tally_bench_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        url = sa.engine.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    with scratch_database(admin_url) as url:
         migrations.upgrade(url)
         yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @contextmanager

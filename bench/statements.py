@@ -48,13 +48,13 @@ database and drops it at the end (``--keep`` leaves it, and says its name).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import random
 import statistics
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ import sqlalchemy as sa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import closed_history  # noqa: E402
+from bench.scratch_database import scratch_database  # noqa: E402
 from reporting import fold  # noqa: E402
 from reporting.billing import closing, periods, rating, service, statements, versions  # noqa: E402
 from reporting.db import engine as db_engine  # noqa: E402
@@ -291,11 +292,9 @@ def main() -> int:
                         help="instances of the closed-history cloud (0: skip it)")
     parser.add_argument("--keep", action="store_true", help="leave the database in place")
     args = parser.parse_args()
-    name = f"tally_bench_statements_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = sa.engine.make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+    scratch = contextlib.ExitStack()
+    url = scratch.enter_context(scratch_database(PG_URL, "tally_bench_statements",
+                                                 keep=args.keep))
     engine = db_engine.make_engine(url)
     try:
         migrations.upgrade(url)
@@ -338,12 +337,7 @@ def main() -> int:
             closed_history.measure(factory)
     finally:
         engine.dispose()
-        if args.keep:
-            print(f"database kept: {name}")
-        else:
-            with admin.connect() as conn:
-                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        scratch.close()
     return 0
 
 
