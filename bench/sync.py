@@ -23,18 +23,20 @@ its own database.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import statistics
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from bench.scratch_database import scratch_database  # noqa: E402
 
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
@@ -84,7 +86,6 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
-    import sqlalchemy as sa
     import yaml
     from oslo_config import cfg
 
@@ -97,12 +98,8 @@ def main() -> int:
     from simcloud.server import SimCloudServer
 
     admin_url = os.environ.get("TALLY_TEST_PG_URL", DEFAULT_PG)
-    name = f"tally_bench_sync_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    db_url = sa.engine.make_url(admin_url).set(database=name).render_as_string(
-        hide_password=False)
+    scratch = contextlib.ExitStack()
+    db_url = scratch.enter_context(scratch_database(admin_url, "tally_bench_sync"))
     workdir = Path(tempfile.mkdtemp(prefix="tally-bench-sync-"))
     began = time.perf_counter()
     world = SimCloudServer(WorldConfig(seed=42, scale=args.scale))
@@ -157,9 +154,7 @@ def main() -> int:
         app.extensions[ENGINE_KEY].dispose()
     finally:
         world.stop()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        scratch.close()
     return 0
 
 

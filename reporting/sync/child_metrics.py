@@ -3,9 +3,10 @@
 A run books its corrections through ingest, which counts them
 (``tally_ingest_events_total{source="reconciliation"}``) and dates the newest event
 (``tally_events_last_received_timestamp``).  The run's process keeps its metrics in
-its own registry (it is started without ``PROMETHEUS_MULTIPROC_DIR``); when it ends,
-it hands their samples back and the serving process adds them to its own, which
-``/metrics`` answers from — whether one process serves or gunicorn's workers do.
+its own registry (it is started without ``PROMETHEUS_MULTIPROC_DIR``); after each
+run it hands back what moved since the last (``Tally``) and the serving process adds
+that to its own, which ``/metrics`` answers from — whether one process serves or
+gunicorn's workers do.
 """
 
 from __future__ import annotations
@@ -38,6 +39,25 @@ def collect() -> list[Sample]:
         samples.extend((family.name, dict(sample.labels), sample.value)
                        for sample in family.samples if sample.name == wanted)
     return samples
+
+
+class Tally:
+    """In the run's process: what the carried metrics moved since the last call."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+
+    def since_last(self) -> list[Sample]:
+        moved: list[Sample] = []
+        for name, labels, value in collect():
+            key = (name, tuple(sorted(labels.items())))
+            previous = self._last.get(key)
+            if previous == value:
+                continue
+            self._last[key] = value
+            counter = isinstance(_CARRIED[name], Counter)
+            moved.append((name, labels, value - (previous or 0.0) if counter else value))
+        return moved
 
 
 def add(samples: Iterable[Sample]) -> None:

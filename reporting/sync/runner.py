@@ -25,7 +25,7 @@ from reporting import metrics
 from reporting.sync import lock, store
 from reporting.sync.clouds import CloudEntry
 from reporting.sync.run_ids import new_run_id
-from reporting.sync.run_process import run_in_process
+from reporting.sync.run_process import RunProcesses
 from reporting.sync.stats import describe_deferred, failed_stats
 
 LOG = logging.getLogger(__name__)
@@ -72,6 +72,7 @@ class SyncService:
         self.conf = conf
         self.factory = factory
         self.clouds = clouds
+        self.processes = RunProcesses()
 
     def run(self, cloud: str, at: dt.datetime | None = None) -> RunResult:
         """Run one sync of ``cloud``; ``at`` is the told instant (naive UTC), else now."""
@@ -88,7 +89,7 @@ class SyncService:
         try:
             store.create_run(self.factory, run_id, cloud, started_at)
             try:
-                stats = run_in_process(self.conf, entry, run_id, started_at, deadline)
+                stats = self.processes.run(self.conf, entry, run_id, started_at, deadline)
             except Exception as exc:  # recorded, never lost with the lease held
                 LOG.exception("sync run %s of %s failed unexpectedly", run_id, cloud)
                 stats = failed_stats([f"internal error: {type(exc).__name__}: {exc}"])

@@ -1,6 +1,6 @@
 """A sync run works in a process of its own (reporting.sync.run_process): the serving
-process is untouched by it, and an overrun process is killed, the run failed and its
-lease released."""
+process is untouched by it, a process that answered does the next run too, and an
+overrun process is killed, the run failed and its lease released."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import datetime as dt
 import gc
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -18,9 +16,10 @@ import sqlalchemy as sa
 
 from reporting.db.models import SyncLock
 from reporting.db.session import ENGINE_KEY
+from reporting.sync.api import SERVICE_KEY
 from reporting.sync.child_job import Job, snapshot
 from reporting.sync.clouds import CloudEntry
-from reporting.sync.run_process import CHILD_MODULE, KILL_GRACE_S, _child_environment
+from reporting.sync.run_process import CHILD_MODULE, KILL_GRACE_S, start_child
 from tests.functional.sync.conftest import START, Syncer
 from tests.functional.sync.test_failures import failed_run, other_syncer
 
@@ -47,13 +46,14 @@ def test_a_run_changes_nothing_in_the_serving_process(syncer: Syncer) -> None:
     syncer.advance(T1)
     syncer.world.world.faults.set("compute", delay_s=0.3)  # a run long enough to watch
     seen: dict[str, set] = {"gc": set(), "children": set()}
+    before = set(run_processes())  # idle ones of earlier tests' apps
     threads_before = {t.ident for t in threading.enumerate()}
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
             seen["gc"].add(gc.isenabled())
-            seen["children"].update(run_processes())
+            seen["children"].update(set(run_processes()) - before)
             time.sleep(0.05)
 
     watcher = threading.Thread(target=watch)
@@ -66,9 +66,21 @@ def test_a_run_changes_nothing_in_the_serving_process(syncer: Syncer) -> None:
     assert summary["stats"]["created"] > 0
     assert seen["gc"] == {True}  # the collector stayed on here throughout
     assert len(seen["children"]) == 1  # the run was done by a process of its own
-    assert run_processes() == []  # and it ended with the run
     new_threads = {t.ident for t in threading.enumerate()} - threads_before
     assert new_threads == set()
+    # The process stays for the next run, which it does too.
+    processes = syncer.app.extensions[SERVICE_KEY].processes
+    kept = processes.idle_pids()
+    assert len(kept) == 1 and kept[0] in seen["children"] and kept[0] != os.getpid()
+    syncer.world.world.faults.set("compute")
+    syncer.sync_ok(T1 + dt.timedelta(minutes=10))
+    assert processes.idle_pids() == kept
+    # Let go (as when the app goes), it ends.
+    processes.close()
+    deadline = time.monotonic() + 10
+    while kept[0] in run_processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert kept[0] not in run_processes()
 
 
 def test_an_overrun_process_is_killed_the_run_failed_and_the_lease_released(
@@ -79,13 +91,15 @@ def test_an_overrun_process_is_killed_the_run_failed_and_the_lease_released(
     try:
         syncer.advance(T1)
         syncer.world.world.faults.set("identity", status=401)
+        before = set(run_processes())
         started = time.monotonic()
         run = failed_run(short, short.sync(T1))
         took = time.monotonic() - started
         assert run.stats["errors"] == [
             "the run did not fit its budget of 1.5 s: its process was stopped"]
         assert took < 1.5 + KILL_GRACE_S + 5, took
-        assert run_processes() == []
+        assert set(run_processes()) <= before and short.app.extensions[
+            SERVICE_KEY].processes.idle_pids() == []  # killed, not kept
         with short.factory() as session:
             assert session.execute(sa.select(SyncLock)).scalars().all() == []
         syncer.world.world.faults.set("identity")
@@ -106,10 +120,9 @@ def test_a_run_process_ends_by_itself_when_nobody_kills_it(syncer: Syncer) -> No
     # that finds its deadline spent sends nothing and ends at once).
     left = 5.0
     job = Job(snapshot(conf), entry, "alone", T1.replace(tzinfo=None), started + left)
-    child = subprocess.Popen([sys.executable, "-m", CHILD_MODULE], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, env=_child_environment())
+    child = start_child()
     try:
-        out, _ = child.communicate(job.to_json(), timeout=60)
+        out, _ = child.communicate(job.to_json() + b"\n", timeout=60)
     finally:
         child.kill()
         child.wait()

@@ -15,7 +15,7 @@ from reporting import metrics, opts
 from reporting.sync import child_metrics
 from reporting.sync.child_job import Job, Outcome, restore, snapshot
 from reporting.sync.clouds import CloudEntry
-from reporting.sync.run_process import run_in_process
+from reporting.sync.run_process import RunProcesses
 from reporting.sync.stats import empty_stats
 
 ENTRY = CloudEntry("sim", "openstack", "openstack", {"os_cloud": "sim-admin"},
@@ -85,10 +85,23 @@ def test_the_child_s_ingest_counts_are_added_to_the_service_s() -> None:
                                      {"cloud": "carried-home"}) == 1_800_000_000.0
 
 
+def test_a_long_lived_run_process_hands_back_only_what_moved_since_its_last_run() -> None:
+    labels = {"cloud": "moved-since", "source": "reconciliation", "outcome": "stored"}
+    tally = child_metrics.Tally()
+    metrics.INGEST_EVENTS.labels(**labels).inc(4)
+    first = [s for s in tally.since_last() if s[1].get("cloud") == "moved-since"]
+    assert first == [("tally_ingest_events", labels, 4.0)]
+    assert [s for s in tally.since_last() if s[1].get("cloud") == "moved-since"] == []
+    metrics.INGEST_EVENTS.labels(**labels).inc(1)
+    assert [s for s in tally.since_last() if s[1].get("cloud") == "moved-since"] == [
+        ("tally_ingest_events", labels, 1.0)]
+
+
 def test_an_in_memory_database_fails_the_run_with_its_reason(tmp_path: Path) -> None:
     conf = _service_conf(tmp_path)
     conf.set_override("connection", "sqlite://", group="database")
-    stats = run_in_process(conf, ENTRY, "run-2", dt.datetime(2026, 11, 3), time.monotonic() + 5)
+    stats = RunProcesses().run(conf, ENTRY, "run-2", dt.datetime(2026, 11, 3),
+                               time.monotonic() + 5)
     assert stats["errors"] == ["a sync run needs a database its own process can open; "
                                "[database] connection names an in-memory SQLite database"]
     assert set(stats) == set(empty_stats())
