@@ -1,5 +1,5 @@
 """Fixtures of the OpenStack-access tests: the reporting backends (db_url on SQLite and
-PostgreSQL) of tests/unit/reporting/fixtures.py, and one keystone cloud per module."""
+PostgreSQL) of tests/functional/reporting/fixtures.py, and one keystone cloud per module."""
 
 from collections.abc import Iterator
 
@@ -7,7 +7,7 @@ import pytest
 
 from reporting.db import migrations
 from tests.functional.openstack.cloud import KeystoneCloud, keystone_cloud
-from tests.unit.reporting.fixtures import *  # noqa: F403
+from tests.functional.reporting.fixtures import *  # noqa: F403
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from tests.functional.openstack.cloud import (
     reporting_config,
     stalled_listener,
 )
-from tests.unit.reporting.fixtures import start_server
+from tests.functional.reporting.fixtures import start_server
 
 VM = "/v1/resources/openstack/sim/instance/vm-{}"
 USAGE = {"from": "2026-11-01T00:00:00Z", "to": "2026-11-01T01:00:00Z"}

@@ -14,7 +14,7 @@ from reporting.cmd import ConfigError
 from reporting.db import migrations
 from reporting.wsgi import load_application
 from tests.functional.reporting.test_ingest_api import event
-from tests.unit.reporting.fixtures import RunningServer, auth, start_server, write_config
+from tests.functional.reporting.fixtures import RunningServer, auth, start_server, write_config
 
 
 def test_server_ingests_and_serves(reporting_server: RunningServer) -> None:
