@@ -107,10 +107,15 @@ def migrated_database_url(backend: str, request: pytest.FixtureRequest, tmp_path
     """A fresh database of ``backend`` ("sqlite" or "postgresql") at the chain's head,
     copied from the session's migrated template; for fixtures parametrised by backend."""
     if backend == "sqlite":
-        path = tmp_path / "tally.sqlite"
-        shutil.copyfile(request.getfixturevalue("sqlite_migrated_template"), path)
-        return f"sqlite:///{path}"
+        return sqlite_copy(request.getfixturevalue("sqlite_migrated_template"),
+                           tmp_path / "tally.sqlite")
     return str(request.getfixturevalue("pg_migrated_database"))
+
+
+def sqlite_copy(template: Path, path: Path) -> str:
+    """URL of a new SQLite file at ``path``, a copy of the migrated ``template``."""
+    shutil.copyfile(template, path)
+    return f"sqlite:///{path}"
 
 
 @pytest.fixture(scope="session")

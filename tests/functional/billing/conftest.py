@@ -1,3 +1,3 @@
 """Fixtures of the billing functional tests (backends from tests/unit/reporting)."""
 
-from tests.unit.reporting.fixtures import *  # noqa: F403
+from tests.functional.reporting.fixtures import *  # noqa: F403

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing import billing_metrics
 from tests.functional.billing.history import PRICES, event, october, seed
-from tests.unit.reporting.fixtures import auth
+from tests.functional.reporting.fixtures import auth
 
 ADMIN, READ = auth("admin"), auth("read")
 

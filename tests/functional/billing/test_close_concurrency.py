@@ -20,7 +20,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from reporting import projection
 from reporting.billing import adjustments, closing, statements, versions
 from reporting.db import engine as db_engine
-from reporting.db import migrations
 from tests.functional.billing import truth
 from tests.functional.billing.history import PRICES, SMALL, event, seed
 
@@ -28,9 +27,8 @@ NOW = dt.datetime(2026, 12, 15)
 
 
 @pytest.fixture
-def pg_factory(pg_database: str) -> Any:
-    migrations.upgrade(pg_database)
-    engine = db_engine.make_engine(pg_database, pool_size=10, max_overflow=10)
+def pg_factory(pg_migrated_database: str) -> Any:
+    engine = db_engine.make_engine(pg_migrated_database, pool_size=10, max_overflow=10)
     factory = db_engine.make_sessionmaker(engine)
     with factory() as session:
         for document in PRICES:

@@ -24,7 +24,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing import adjustments, closing, statements, versions
 from reporting.db import engine as db_engine
-from reporting.db import migrations
 from tests.functional.billing import truth
 from tests.functional.billing.history import PRICES, event, seed
 
@@ -170,8 +169,7 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
 def test_frozen_plus_adjustments_is_the_truth(backend: str, examples: int, tmp_path: Path,
                                               request: pytest.FixtureRequest) -> None:
     if backend == "sqlite":
-        template = tmp_path / "template.sqlite"
-        migrations.upgrade(f"sqlite:///{template}")
+        template: Path = request.getfixturevalue("sqlite_migrated_template")  # copied, never written
         runs = iter(range(1_000_000))
 
         def fresh() -> Any:

@@ -20,7 +20,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing import closing, frozen, periods, rating, service, statements, versions
 from reporting.db import engine as db_engine
-from reporting.db import migrations
 from reporting.db.billing_models import ClosedKind, ClosedStatement
 from reporting.fold import Interval
 from tests.functional.billing.history import PRICES, event, seed
@@ -122,9 +121,8 @@ def _prices(factory: sessionmaker[Session]) -> None:
 
 
 @pytest.fixture
-def pg(pg_database: str) -> Any:
-    migrations.upgrade(pg_database)
-    engine = db_engine.make_engine(pg_database)
+def pg(pg_migrated_database: str) -> Any:
+    engine = db_engine.make_engine(pg_migrated_database)
     factory = db_engine.make_sessionmaker(engine)
     _prices(factory)
     yield factory
@@ -165,9 +163,8 @@ def test_both_freezes_answer_the_pure_rating_bytes(pg: sessionmaker[Session]) ->
     run()
 
 
-def test_python_freeze_on_sqlite(tmp_path: Path) -> None:
-    template = tmp_path / "template.sqlite"
-    migrations.upgrade(f"sqlite:///{template}")
+def test_python_freeze_on_sqlite(tmp_path: Path, sqlite_migrated_template: Path) -> None:
+    template = sqlite_migrated_template  # copied per example, never written
     runs = iter(range(1_000_000))
 
     @given(history=histories())

@@ -14,7 +14,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing import kinds, periods, rating, sql_rating, statements, versions
 from reporting.db import engine as db_engine
-from reporting.db import migrations
 from tests.functional.billing.history import PRICES, SMALL, event, october, seed
 from tests.functional.billing.test_close_property import histories
 
@@ -50,9 +49,8 @@ def _sql(session: Session, now: dt.datetime) -> dict[str, tuple[Decimal, int]]:
 
 
 @pytest.fixture
-def pg(pg_database: str) -> Any:
-    migrations.upgrade(pg_database)
-    engine = db_engine.make_engine(pg_database)
+def pg(pg_migrated_database: str) -> Any:
+    engine = db_engine.make_engine(pg_migrated_database)
     factory = db_engine.make_sessionmaker(engine)
     with factory() as session:
         for document in PRICES:

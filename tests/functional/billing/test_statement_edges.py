@@ -19,8 +19,8 @@ from reporting.api.statements import CSV_FIELDS, LINE_FIELDS
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY
 from tests.functional.billing.history import PRICES, SMALL, event, october, seed
+from tests.functional.reporting.fixtures import ConfFactory, auth
 from tests.functional.reporting.test_unknown_cloud import clouds_file
-from tests.unit.reporting.fixtures import ConfFactory, auth
 
 ADMIN, READ = auth("admin"), auth("read")
 # The largest rate and modifier a price list accepts: 12 digits each side of the point.

@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.db.models import SizeName
 from tests.functional.billing.history import SMALL, event, seed
+from tests.functional.reporting.fixtures import auth
 from tests.unit.billing.test_rating import V1 as RATED_V1
 from tests.unit.billing.test_rating import V2 as RATED_V2
-from tests.unit.reporting.fixtures import auth
 
 ADMIN, READ = auth("admin"), auth("read")
 SSD_ID = "9d3c7e4e-0000-4a57-8f0e-00000000ssd0"  # cinder's id of the volume type "ssd"

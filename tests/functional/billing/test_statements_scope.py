@@ -24,8 +24,8 @@ from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
 from tests.functional.billing.history import PRICES, october, seed
 from tests.functional.reporting import keystone_fake
+from tests.functional.reporting.fixtures import ConfFactory, auth, project_readers_app
 from tests.functional.reporting.keystone_fake import FakeKeystone
-from tests.unit.reporting.fixtures import ConfFactory, auth, project_readers_app
 
 ADMIN, READ = auth("admin"), auth("read")
 P1 = {"Authorization": "Bearer tok-p1"}

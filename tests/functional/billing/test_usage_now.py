@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from mapping.event import format_timestamp
 from reporting.clock import utcnow
 from tests.functional.billing.history import SMALL, event, seed
-from tests.unit.reporting.fixtures import auth
+from tests.functional.reporting.fixtures import auth
 
 
 def _usage(client: FlaskClient, start: str, end: str, group_by: str = "resource"

@@ -19,7 +19,7 @@ from werkzeug.serving import make_server
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
 from tests.conftest import migrated_database_url
-from tests.unit.reporting.fixtures import (  # noqa: F401 (fixtures)
+from tests.functional.reporting.fixtures import (  # noqa: F401 (fixtures)
     ConfFactory,
     auth,
     make_conf,

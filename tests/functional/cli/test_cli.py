@@ -16,7 +16,7 @@ import pytest
 from reporting.cli.main import main
 from reporting.db.models import SyncRun
 from tests.functional.cli.conftest import Api
-from tests.unit.reporting.fixtures import TOKENS
+from tests.functional.reporting.fixtures import TOKENS
 
 SMALL = {"vcpus": 1, "ram_gb": 2, "disk_gb": 20, "flavor": "m1.small"}
 LARGE = {"vcpus": 4, "ram_gb": 8, "disk_gb": 80, "flavor": "m1.large"}

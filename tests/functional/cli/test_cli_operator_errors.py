@@ -8,7 +8,7 @@ import pytest
 from reporting.cli.main import main
 from tests.functional.cli.conftest import Api
 from tests.functional.cli.test_cli import HISTORY, event, run, table_rows
-from tests.unit.reporting.fixtures import TOKENS
+from tests.functional.reporting.fixtures import TOKENS
 
 
 @pytest.mark.parametrize(("url", "message"), [

@@ -35,10 +35,10 @@ def rabbit_queues(rabbit_url: str, names: Names) -> Iterator[None]:
 
 
 @pytest.fixture
-def reporting(pg_database: str, tmp_path: Path) -> Iterator[ReportingServer]:
+def reporting(pg_migrated_database: str, tmp_path: Path) -> Iterator[ReportingServer]:
     workdir = tmp_path / "reporting"
     workdir.mkdir()
-    server = ReportingServer(workdir, pg_database)
+    server = ReportingServer(workdir, pg_migrated_database)
     server.start()
     try:
         yield server

@@ -26,7 +26,7 @@ from simcloud import clouds_yaml
 from simcloud.config import WorldConfig
 from simcloud.identity import DOMAIN_NAME, User
 from simcloud.server import SimCloudServer, running_simcloud
-from tests.unit.reporting.fixtures import RunningServer, start_server, write_config
+from tests.functional.reporting.fixtures import RunningServer, start_server, write_config
 
 ROLE_MAP = ("admin:admin,member:project_reader,reader:project_reader,"
             "tally_auditor:read,tally_ingest:ingest")

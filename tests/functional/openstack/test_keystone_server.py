@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from reporting.db import migrations
 from simcloud.identity import User
+from tests.conftest import sqlite_copy
 from tests.functional.openstack.cloud import (
     KeystoneCloud,
     event,
@@ -21,7 +21,7 @@ from tests.functional.openstack.cloud import (
     reporting_config,
     stalled_listener,
 )
-from tests.unit.reporting.fixtures import start_server
+from tests.functional.reporting.fixtures import start_server
 
 VM = "/v1/resources/openstack/sim/instance/vm-{}"
 USAGE = {"from": "2026-11-01T00:00:00Z", "to": "2026-11-01T01:00:00Z"}
@@ -161,11 +161,10 @@ def _assert_stalled_503(response: requests.Response, elapsed: float) -> None:
 # the service user's login (ConnectTimeout); another path ends in a DiscoveryFailure.
 @pytest.mark.parametrize("auth_path", ["/v3", "/identity/v3"])
 def test_keystone_that_accepts_and_never_answers_is_503_within_the_timeouts(
-    tmp_path: Path, auth_path: str
+    tmp_path: Path, auth_path: str, sqlite_migrated_template: Path
 ) -> None:
     # The database plays no part: SQLite only.
-    db_url = f"sqlite:///{tmp_path / 'tally.sqlite'}"
-    migrations.upgrade(db_url)
+    db_url = sqlite_copy(sqlite_migrated_template, tmp_path / "tally.sqlite")
     service = User("svc", "tally", "secret", "svcp", "service", ("service",))
     with stalled_listener() as keystone:
         config = reporting_config(tmp_path, db_url, keystone + auth_path, service,

@@ -1,3 +1,3 @@
 """Fixtures of the reporting functional tests (see fixtures.py)."""
 
-from tests.unit.reporting.fixtures import *  # noqa: F403
+from tests.functional.reporting.fixtures import *  # noqa: F403

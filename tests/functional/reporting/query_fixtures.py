@@ -2,7 +2,7 @@
 (so a dropped filter shows), stored through the one ingest path.
 
 The backends (``db_url``, ``app``, ``client``, ``session_factory`` on SQLite and
-PostgreSQL) come from ``tests/unit/reporting/fixtures.py``; a test module wraps
+PostgreSQL) come from ``tests/functional/reporting/fixtures.py``; a test module wraps
 ``seeded_client(app, session_factory)`` in a fixture of its own.
 """
 
@@ -22,7 +22,7 @@ from werkzeug.test import TestResponse
 from mapping.event import format_timestamp
 from reporting.api.openapi import document
 from reporting.ingest import ingest
-from tests.unit.reporting.fixtures import auth
+from tests.functional.reporting.fixtures import auth
 
 HEADERS = {role: auth(role) for role in ("read", "ingest", "admin")}
 

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from reporting.api.auth import AuthConfigError, Caller, load_tokens
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY
-from tests.unit.reporting.fixtures import ConfFactory, auth
+from tests.functional.reporting.fixtures import ConfFactory, auth
 
 OPEN = ["/healthz", "/readyz", "/metrics", "/v1/openapi.json"]
 READ = ["/v1/resources", "/v1/resources/openstack/c1/instance/x",

@@ -10,8 +10,8 @@ from flask.testing import FlaskClient
 from prometheus_client import REGISTRY
 
 from reporting.api.rejected import MAX_PAGE_BYTES
+from tests.functional.reporting.fixtures import auth
 from tests.functional.reporting.test_ingest_api import event, post
-from tests.unit.reporting.fixtures import auth
 
 
 def test_a_dead_letter_page_is_capped_by_size(client: FlaskClient) -> None:

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from reporting import fold
 from reporting.db.engine import make_engine
 from reporting.db.models import CurrentResource, ResourceInterval
-from tests.unit.reporting.fixtures import RunningServer, auth, start_server, write_config
+from tests.functional.reporting.fixtures import RunningServer, auth, start_server, write_config
 
 CLIENTS = 8
 ROUNDS = 5

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from reporting.db.engine import make_engine, make_sessionmaker
 from reporting.ingest import ingest
 from tests.conftest import created_pg_database
-from tests.unit.reporting.fixtures import RunningServer, auth, start_server, write_config
+from tests.functional.reporting.fixtures import RunningServer, auth, start_server, write_config
 
 CLIENTS = 8
 KINDS = ["compute.instance.create.end", "compute.instance.resize.confirm.end",

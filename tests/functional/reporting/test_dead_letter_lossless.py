@@ -15,8 +15,8 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.db.models import Event, RejectedEvent
+from tests.functional.reporting.fixtures import auth
 from tests.functional.reporting.test_ingest_api import count, event, post
-from tests.unit.reporting.fixtures import auth
 
 
 def _post_text(client: FlaskClient, items: list[Any]) -> Any:

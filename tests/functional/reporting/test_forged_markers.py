@@ -10,8 +10,8 @@ import json
 import pytest
 from flask.testing import FlaskClient
 
+from tests.functional.reporting.fixtures import auth
 from tests.functional.reporting.test_ingest_api import event, post
-from tests.unit.reporting.fixtures import auth
 
 RESOURCE = "/v1/resources/openstack/c1/instance/vm-1"
 T = "2026-01-01T00:00:00.000000Z"

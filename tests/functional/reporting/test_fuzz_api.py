@@ -21,13 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import migrated_database_url
-from tests.functional.reporting.query_fixtures import SEEDED
-from tests.unit.reporting.fixtures import (
+from tests.functional.reporting.fixtures import (
     RunningServer,
     auth,
     start_server,
     write_config,
 )
+from tests.functional.reporting.query_fixtures import SEEDED
 
 MAX_EXAMPLES = 60
 # Some rules are semantic and no JSON Schema can say them: a marker must be one

@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from reporting.app import create_app
 from reporting.db import migrations
 from reporting.db.session import ENGINE_KEY
-from tests.unit.reporting.fixtures import ConfFactory, auth
+from tests.functional.reporting.fixtures import ConfFactory, auth
 
 
 def test_healthz(client: FlaskClient) -> None:

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.app import create_app
 from reporting.db.models import CurrentResource, Event, RejectedEvent, ResourceInterval, SizeName
-from tests.unit.reporting.fixtures import auth
+from tests.functional.reporting.fixtures import auth
 
 
 def event(n: int = 0, **overrides: Any) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.functional.reporting.fixtures import auth
 from tests.functional.reporting.test_ingest_api import event
-from tests.unit.reporting.fixtures import auth
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)

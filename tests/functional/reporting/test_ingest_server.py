@@ -11,10 +11,10 @@ import pytest
 import requests
 
 from reporting.cmd import ConfigError
-from reporting.db import migrations
 from reporting.wsgi import load_application
+from tests.conftest import sqlite_copy
+from tests.functional.reporting.fixtures import RunningServer, auth, start_server, write_config
 from tests.functional.reporting.test_ingest_api import event
-from tests.unit.reporting.fixtures import RunningServer, auth, start_server, write_config
 
 
 def test_server_ingests_and_serves(reporting_server: RunningServer) -> None:
@@ -27,10 +27,10 @@ def test_server_ingests_and_serves(reporting_server: RunningServer) -> None:
     assert big.status_code == 413
 
 
-def test_metrics_directory_is_fresh_and_removed_at_exit(tokens_file: str, tmp_path: Path) -> None:
+def test_metrics_directory_is_fresh_and_removed_at_exit(tokens_file: str, tmp_path: Path,
+                                                        sqlite_migrated_template: Path) -> None:
     # Process housekeeping does not depend on the backend: SQLite only.
-    db_url = f"sqlite:///{tmp_path}/tally.sqlite"
-    migrations.upgrade(db_url)
+    db_url = sqlite_copy(sqlite_migrated_template, tmp_path / "tally.sqlite")
     server = start_server(write_config(tmp_path / "r.conf", db_url, tokens_file), tmp_path / "log")
     try:
         match = re.search(r"prometheus multiprocess directory (\S+)", server.log.read_text())

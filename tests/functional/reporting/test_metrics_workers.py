@@ -11,7 +11,7 @@ from pathlib import Path
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.unit.reporting.fixtures import auth, start_server, write_config
+from tests.functional.reporting.fixtures import auth, start_server, write_config
 
 _ids = itertools.count()
 

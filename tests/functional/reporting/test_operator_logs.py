@@ -17,8 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from reporting import wsgi
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY
+from tests.functional.reporting.fixtures import ConfFactory, auth, start_server, write_config
 from tests.oslo_log_lines import messages, oslo_log_lines
-from tests.unit.reporting.fixtures import ConfFactory, auth, start_server, write_config
 
 
 @pytest.mark.parametrize("database", ["up", "down"])

@@ -21,8 +21,8 @@ from sqlalchemy.orm import sessionmaker
 
 from reporting.db.session import SESSIONMAKER_KEY
 from tests.functional.reporting import query_fixtures
+from tests.functional.reporting.fixtures import ConfFactory, auth, project_readers_app
 from tests.functional.reporting.query_fixtures import assert_contract, at
-from tests.unit.reporting.fixtures import ConfFactory, auth, project_readers_app
 
 P1 = {"Authorization": "Bearer tok-p1"}
 P2 = {"Authorization": "Bearer tok-p2"}

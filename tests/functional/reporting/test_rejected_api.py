@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.db.models import Event, RejectedEvent
 from reporting.pagination import encode_marker
+from tests.functional.reporting.fixtures import auth
 from tests.functional.reporting.test_ingest_api import count, event, post
-from tests.unit.reporting.fixtures import auth
 
 
 def lb_event(n: int, **size: Any) -> dict[str, Any]:

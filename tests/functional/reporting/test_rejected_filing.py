@@ -12,8 +12,8 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.db.models import RejectedEvent
+from tests.functional.reporting.fixtures import auth
 from tests.functional.reporting.test_ingest_api import count, event
-from tests.unit.reporting.fixtures import auth
 
 NAN_NOTIFICATION = '{"event_type": "compute.instance.create.end", "payload": {"vcpus": NaN}}'
 

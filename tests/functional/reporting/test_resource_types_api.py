@@ -7,8 +7,8 @@ from flask.testing import FlaskClient
 
 from mapping.size_schemas import LOADBALANCER_SEED_MARKER_KEY, SEEDED_SIZE_SCHEMAS
 from reporting.pagination import encode_marker
+from tests.functional.reporting.fixtures import auth
 from tests.functional.reporting.test_ingest_api import event, post
-from tests.unit.reporting.fixtures import auth
 
 URL = "/v1/resource-types/openstack/loadbalancer"
 

@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.clock import utcnow
 from reporting.db.models import ResourceType
+from tests.functional.reporting.fixtures import auth
 from tests.functional.reporting.test_ingest_api import event, post
-from tests.unit.reporting.fixtures import auth
 
 
 @pytest.fixture

@@ -27,8 +27,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from reporting.db.session import SESSIONMAKER_KEY
 from tests.functional.billing import history
 from tests.functional.reporting import query_fixtures
+from tests.functional.reporting.fixtures import ConfFactory, auth, project_readers_app
 from tests.functional.reporting.query_fixtures import assert_contract, at
-from tests.unit.reporting.fixtures import ConfFactory, auth, project_readers_app
 
 P1 = {"Authorization": "Bearer tok-p1"}
 READ, ADMIN = auth("read"), auth("admin")

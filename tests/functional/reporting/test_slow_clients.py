@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from tests.unit.reporting.fixtures import RunningServer, auth, start_server, write_config
+from tests.functional.reporting.fixtures import RunningServer, auth, start_server, write_config
 
 REPO = Path(__file__).resolve().parents[3]
 SHIPPED = REPO / "deploy" / "nginx" / "tally-reporting.conf"

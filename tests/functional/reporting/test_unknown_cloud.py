@@ -14,8 +14,8 @@ from oslo_config import cfg
 
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY
+from tests.functional.reporting.fixtures import ConfFactory, auth
 from tests.functional.reporting.test_ingest_api import event, post
-from tests.unit.reporting.fixtures import ConfFactory, auth
 
 
 def clouds_file(path: Path, *names: str) -> str:

@@ -90,6 +90,9 @@ def test_gunicorn_serves_the_api_with_it(tmp_path: Path) -> None:
                     "[api]\nbind = 127.0.0.1:0\nworkers = 2\nauth_strategy = noauth\n")
     env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
     env["TALLY_CONFIG_FILE"] = str(conf)
+    # gunicorn imports its config file: no __pycache__ beside it in the checkout, which
+    # the tests reading deploy/ would find (parallel workers run them at any moment).
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", str(GUNICORN_CONF)],
         stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
