@@ -5,14 +5,17 @@ of docs/reconciliation.md, "What a run defers" and "How a delete was dated":
 
 | correction | transitional | recent (settle window) | dated at |
 |---|---|---|---|
-| create | resource in transition | platform changed it in the window, or the row's newest event is in it | platform creation instant (poll when none) |
+| create | resource in transition | platform changed it in the window, or the row's newest event is in it | platform creation instant (poll when none), restated at the poll |
 | update | resource in transition | as create | poll |
 | reported delete | never | the deletion, or the row's newest event, is in the window | the platform's deletion instant |
 | delete by absence | never | the row's newest event is in the window | poll |
 
 The window is ``[at - settle, +inf)``: an instant after the poll counts as inside.
 ``settle == 0`` turns it off.  A correction dated behind the row's newest event is
-dated one microsecond past it instead, so the fold orders it last.  A row the
+dated one microsecond past it instead, so the fold orders it last.  A create dated
+before the poll carries a second event, a ``sync.update`` of the same attributes at the
+poll: what the run observed stays the resource's from the poll on, whatever fact dated
+between the creation and the poll arrives after the run.  A row the
 projection holds as deleted is skipped: the first delete of a resource stands.
 """
 
@@ -52,6 +55,14 @@ class Correction:
     resource_type: str
     resource_id: str
     event: dict[str, Any]
+    # A create dated before the poll also books what the run observed as a
+    # ``sync.update`` at the poll, so a fact dated in between that arrives later cannot
+    # outlive the observation (docs/reconciliation.md, "A create is restated at the poll").
+    restated: dict[str, Any] | None = None
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return [self.event] if self.restated is None else [self.event, self.restated]
 
 
 @dataclasses.dataclass
@@ -138,9 +149,16 @@ class _Planner:
         self.plan.deferred[reason] += 1
 
     def book(self, action: Action, rtype: str, rid: str, project: str,
-             timestamp: dt.datetime, payload: dict[str, Any]) -> None:
+             timestamp: dt.datetime, payload: dict[str, Any],
+             restated_at: dt.datetime | None = None) -> None:
+        restated = None
+        if restated_at is not None and restated_at > timestamp:
+            again = {key: dict(value) if isinstance(value, dict) else value
+                     for key, value in payload.items()}
+            again["provider"] = {"dated_by": "poll", "restates": "sync.create"}
+            restated = _event(self.ctx, "update", rtype, rid, project, restated_at, again)
         event = _event(self.ctx, action, rtype, rid, project, timestamp, payload)
-        self.plan.corrections.append(Correction(action, rtype, rid, event))
+        self.plan.corrections.append(Correction(action, rtype, rid, event, restated))
 
     def observed(self, observed: ObservedResource, row: ProjectionRow | None) -> None:
         live_row = row if row is not None and row.live else None
@@ -158,7 +176,7 @@ class _Planner:
         if live_row is None:
             instant = observed.created_at or self.ctx.at
             self.book("create", rtype, rid, observed.project_id, _dated(instant, row),
-                      _attributes(observed))
+                      _attributes(observed), restated_at=_dated(self.ctx.at, row))
         else:
             project = observed.project_id or live_row.project_id
             self.book("update", rtype, rid, project, _dated(self.ctx.at, row),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from oslo_config import cfg
@@ -21,7 +22,7 @@ from reporting.ingest import ingest
 from reporting.sync import lock, store
 from reporting.sync.clouds import CloudEntry, build_adapter
 from reporting.sync.observation import Observation, ObserveRequest, RunAborted
-from reporting.sync.plan import ACTION_STAT, Plan, RunContext, plan_corrections
+from reporting.sync.plan import ACTION_STAT, Correction, Plan, RunContext, plan_corrections
 from reporting.sync.window import deletion_window
 
 LOG = logging.getLogger(__name__)
@@ -89,18 +90,39 @@ def _plan(factory: sessionmaker[Session], ctx: RunContext, observation: Observat
 def _book(factory: sessionmaker[Session], plan: Plan, stats: dict[str, Any], deadline: float,
           budget_s: float, *, strict: bool) -> None:
     corrections = plan.corrections
-    for start in range(0, len(corrections), MAX_BATCH):
+    for start, batch in _batches(corrections):
         if time.monotonic() > deadline:
             # What is booked stands; the next run plans the rest again.
             stats["errors"].append(
                 f"{over_budget(budget_s)}: booked {start} of {len(corrections)} corrections")
             return
-        batch = corrections[start:start + MAX_BATCH]
-        results = ingest(factory, [c.event for c in batch], require_size_schema=strict)
-        for correction, result in zip(batch, results, strict=True):
-            if result.status == "stored":
+        results = iter(ingest(factory, [e for c in batch for e in c.events],
+                              require_size_schema=strict))
+        for correction in batch:
+            # A correction counts by its first event; a create's restatement at the
+            # poll (plan.Correction.restated) is part of it and counts nowhere.
+            outcomes = [next(results) for _ in correction.events]
+            if outcomes[0].status == "stored":
                 stats[ACTION_STAT[correction.action]] += 1
-            elif result.status == "rejected":
-                stats["errors"].append(
-                    f"booking sync.{correction.action} of {correction.resource_type} "
-                    f"{correction.resource_id}: rejected: {result.reason}")
+            for outcome in outcomes:
+                if outcome.status == "rejected":
+                    stats["errors"].append(
+                        f"booking sync.{correction.action} of {correction.resource_type} "
+                        f"{correction.resource_id}: rejected: {outcome.reason}")
+                    break
+
+
+def _batches(corrections: list[Correction]) -> Iterator[tuple[int, list[Correction]]]:
+    """(index of the first, the corrections) of batches of at most MAX_BATCH events,
+    a correction's events never split between two."""
+    start, size = 0, 0
+    batch: list[Correction] = []
+    for index, correction in enumerate(corrections):
+        count = len(correction.events)
+        if batch and size + count > MAX_BATCH:
+            yield start, batch
+            start, batch, size = index, [], 0
+        batch.append(correction)
+        size += count
+    if batch:
+        yield start, batch

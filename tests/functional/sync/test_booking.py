@@ -28,6 +28,14 @@ def test_a_first_sync_booked_in_many_batches(
     # The run's work, in this process (a run's own process cannot be patched): a
     # batch of 7 instead of the wire limit.
     monkeypatch.setattr(reconcile, "MAX_BATCH", 7)
+    sizes: list[int] = []
+    real_ingest = reconcile.ingest
+
+    def counted(factory, events, **kwargs):
+        sizes.append(len(events))
+        return real_ingest(factory, events, **kwargs)
+
+    monkeypatch.setattr(reconcile, "ingest", counted)
     syncer.advance(T1)
     stats = empty_stats()
     entry = syncer.app.extensions[SERVICE_KEY].clouds[CLOUD]
@@ -38,6 +46,10 @@ def test_a_first_sync_booked_in_many_batches(
     assert len(settled) > 3 * 7  # several batches after the first
     assert stats["created"] == len(settled) and stats["error_count"] == 0
     assert_rows_match(syncer, settled)
+    # Every create (each dated at a creation instant before the poll) and its
+    # restatement at the poll, booked together in batches of at most 7 events.
     with syncer.factory() as session:
         assert session.execute(
-            sa.select(sa.func.count()).select_from(Event)).scalar_one() == len(settled)
+            sa.select(sa.func.count()).select_from(Event)).scalar_one() == 2 * len(settled)
+    assert sizes and max(sizes) <= 7 and all(size % 2 == 0 for size in sizes)
+    assert sum(sizes) == 2 * len(settled)

@@ -27,6 +27,16 @@ def settled_truth(syncer: Syncer, at: dt.datetime) -> list[dict[str, Any]]:
             if not r["in_transition"] and not is_recent(r, at)]
 
 
+def restates(event: Any) -> bool:
+    """Whether ``event`` restates a create at its run's poll (not a correction of its own)."""
+    return event.payload["provider"].get("restates") == "sync.create"
+
+
+def updates(syncer: Syncer, **filters: Any) -> list[Any]:
+    """The ``sync.update`` corrections booked, without the creates' restatements."""
+    return [e for e in syncer.events(event_type="sync.update", **filters) if not restates(e)]
+
+
 def assert_rows_match(syncer: Syncer, records: list[dict[str, Any]]) -> None:
     rows = syncer.rows()
     for record in records:
@@ -95,8 +105,10 @@ def test_changes_between_runs_are_booked_and_dated_by_kind(syncer: Syncer):
                                 "last_seen_alive": format_timestamp(T1)}
     assert run["stats"]["deleted"] == len(deletes) > 0
     assert run["stats"]["updated"] > 0
-    for event in syncer.events(event_type="sync.update"):
+    for event in updates(syncer):
         assert event.timestamp == t2.replace(tzinfo=None)
+    for event in syncer.events(event_type="sync.update"):
+        assert event.timestamp in {T1.replace(tzinfo=None), t2.replace(tzinfo=None)}
     assert_rows_match(syncer, settled_truth(syncer, t2))
 
 
@@ -154,7 +166,9 @@ def test_row_held_as_deleted_is_never_revived(syncer: Syncer):
     row = syncer.rows()[(record["resource_type"], record["resource_id"])]
     assert not row.live
     events = syncer.events(resource_id=record["resource_id"])
-    assert [e.event_type for e in events] == ["sync.create", "sync.delete"]
+    # The create, its restatement at T1's poll, the delete; the delete stands.
+    assert sorted(e.event_type for e in events) == ["sync.create", "sync.delete",
+                                                    "sync.update"]
 
 
 def test_clamp_of_the_deleted_servers_window_to_24_hours(syncer: Syncer):
@@ -207,7 +221,7 @@ def test_told_instant_going_backwards(syncer: Syncer, capfd):
     assert run["stats"]["deletion_window"] == {
         "since": format_timestamp(told - dt.timedelta(hours=24)), "clamped": True}
     assert run["started_at"] == format_timestamp(told)
-    [update] = syncer.events(event_type="sync.update", resource_id=record["resource_id"])
+    [update] = updates(syncer, resource_id=record["resource_id"])
     assert update.timestamp == newest.replace(tzinfo=None) + dt.timedelta(microseconds=1)
     assert syncer.rows()[("volume", record["resource_id"])].state == record["state"]
 
@@ -278,8 +292,11 @@ def test_runs_are_counted_in_the_metrics_of_spec_6(syncer: Syncer):
         before["created"] + stats["created"]
     assert value("tally_sync_resources_deferred_total", reason="transition") == \
         before["transition"] + stats["deferred"]["transition"]
+    # Each create dated before the poll is booked with its restatement at the poll.
+    restated = len([e for e in syncer.events(event_type="sync.update") if restates(e)])
+    assert 0 < restated <= stats["created"]
     assert value("tally_ingest_events_total", source="reconciliation", outcome="stored") == \
-        before["ingested"] + stats["created"]
+        before["ingested"] + stats["created"] + restated
     assert value("tally_sync_last_completed_timestamp") > 0
 
 
@@ -299,9 +316,10 @@ def test_update_in_transition_is_deferred_until_it_settles(syncer: Syncer):
             break
     assert moment is not None and record is not None
     key = (record["resource_type"], record["resource_id"])
-    # The projection disagrees with the platform (a lost notification, say).
+    # The projection disagrees with the platform (a lost notification, say), from after
+    # T1's run restated what it created.
     drift = collector_create(record["resource_type"], record["resource_id"],
-                             T1 - dt.timedelta(hours=1), project=record["project_id"])
+                             T1 + dt.timedelta(seconds=1), project=record["project_id"])
     drift["event_type"] = "test.drift"  # an update by the verb rule
     drift["event_id"] = "drifted"
     drift["payload"]["state"] = "drifted"
@@ -310,7 +328,7 @@ def test_update_in_transition_is_deferred_until_it_settles(syncer: Syncer):
     run = syncer.sync_ok(moment)
     assert run["stats"]["deferred"]["transition"] >= 1
     assert syncer.rows()[key].state == "drifted"
-    assert not syncer.events(event_type="sync.update", resource_id=record["resource_id"])
+    assert not updates(syncer, resource_id=record["resource_id"])
     settled = next(t for t in (moment + dt.timedelta(minutes=m) for m in range(1, 24 * 60))
                    if not next(r for r in syncer.truth(t) if r["resource_id"] == key[1])
                    ["in_transition"])
@@ -320,5 +338,44 @@ def test_update_in_transition_is_deferred_until_it_settles(syncer: Syncer):
     truth = next(r for r in syncer.truth(later) if r["resource_id"] == key[1])
     assert truth["live"]  # the seeded world keeps this one alive
     assert syncer.rows()[key].state == truth["state"]
-    [update] = syncer.events(event_type="sync.update", resource_id=key[1])
+    [update] = updates(syncer, resource_id=key[1])
     assert update.timestamp == later.replace(tzinfo=None)
+
+
+def test_a_late_collector_fact_does_not_outlive_the_creates_observation(syncer: Syncer):
+    """The e2e month's load balancer: its create.end (no listeners yet) is still in
+    the collector when a run, after octavia added listeners and pools, books its create
+    at the creation instant; the notification then arrives, dated between the creation
+    and the poll.  What the run observed must stay the resource's from the poll on, not
+    wait for the next run."""
+    world = syncer.world.world
+    lb = next(r for r in world.resources
+              if r.kind == "loadbalancer" and r.created_at > START.timestamp()
+              and len(r.phases) >= 4 and r.phases[1].size == (0, 0)
+              and r.phases[3].size != (0, 0))
+    counted = lb.phases[3]  # ACTIVE with its listeners and pools
+    at = dt.datetime.fromtimestamp(counted.at, dt.UTC) + 2 * SETTLE
+    assert lb.deleted_at is None or lb.deleted_at > at.timestamp()
+    assert len(lb.phases) == 4 or lb.phases[4].at > at.timestamp()
+    syncer.advance(at)
+    run = syncer.sync_ok(at)
+    [create] = syncer.events(event_type="sync.create", resource_id=lb.id)
+    assert create.timestamp == naive(format_timestamp(
+        dt.datetime.fromtimestamp(lb.created_at, dt.UTC)))
+    late = collector_create("loadbalancer", lb.id,
+                            dt.datetime.fromtimestamp(lb.ready_at, dt.UTC),
+                            project=counted.project, size={"listeners": 0, "pools": 0})
+    syncer.ingest(late)
+    [record] = [r for r in syncer.truth(at) if r["resource_id"] == lb.id]
+    row = syncer.rows()[("loadbalancer", lb.id)]
+    assert (row.project_id, row.state, row.size) == (
+        record["project_id"], record["state"], record["size"]) != (
+        counted.project, "active", {"listeners": 0, "pools": 0})
+    # Booked as one create (the restatement at the poll counts nowhere); a further run
+    # at the same instant finds nothing to book.
+    [restated] = syncer.events(event_type="sync.update", resource_id=lb.id)
+    assert restated.timestamp == at.replace(tzinfo=None)
+    assert restated.payload["provider"] == {"sync_run_id": run["id"], "dated_by": "poll",
+                                            "restates": "sync.create"}
+    again = syncer.sync_ok(at)["stats"]
+    assert (again["created"], again["updated"], again["deleted"]) == (0, 0, 0)

@@ -65,6 +65,29 @@ def test_missing_row_books_create_at_platform_creation_instant():
 def test_create_without_platform_instant_is_dated_at_poll():
     c = only(plan_corrections(ctx(), obs(observed(created=None, changed=None)), [], set()))
     assert ts(c) == AT
+    assert c.restated is None and c.events == [c.event]
+
+
+def test_create_before_the_poll_is_restated_at_the_poll():
+    c = only(plan_corrections(ctx(), obs(observed()), [], set()))
+    assert c.restated is not None and c.events == [c.event, c.restated]
+    again = c.restated
+    assert again["event_type"] == "sync.update" and verb(again["event_type"]) == "update"
+    assert parse_timestamp(again["timestamp"]).replace(tzinfo=None) == AT
+    assert again["event_id"] == correction_event_id(
+        "run-1", "openstack", "c1", "instance", "i1", "update") != c.event["event_id"]
+    assert again["payload"] == {"state": "active", "size": SIZE, "provider": {
+        "sync_run_id": "run-1", "dated_by": "poll", "restates": "sync.create"}}
+    assert again["payload"]["size"] is not c.event["payload"]["size"]
+    assert again["project_id"] == "p1" and again["source"] == "reconciliation"
+
+
+def test_create_forced_past_a_newer_row_event_is_not_restated():
+    newer = AT + dt.timedelta(hours=1)  # the update-only row's newest event is after the poll
+    plan = plan_corrections(ctx(settle=dt.timedelta(0)), obs(observed()),
+                            [row(live=False, last=newer)], set())
+    c = only(plan)
+    assert ts(c) == newer + dt.timedelta(microseconds=1) and c.restated is None
 
 
 def test_absent_resource_books_delete_at_poll_with_last_sighting():
