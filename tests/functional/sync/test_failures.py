@@ -128,8 +128,10 @@ def test_an_adapter_stuck_past_the_budget_still_ends_the_run(syncer: Syncer, tmp
         syncer.advance(T1)
         syncer.world.world.faults.set("identity", status=401)
         run = failed_run(short, short.sync(T1))
-        assert run.stats["errors"] == [
-            "the run did not fit its budget of 1.5 s: its process was stopped"]
+        # Ended by its deadline whichever way: killed while stuck (the usual case), or,
+        # on a loaded machine, out of budget before its first request was sent.
+        assert len(run.stats["errors"]) == 1
+        assert run.stats["errors"][0].startswith("the run did not fit its budget of 1.5 s")
     finally:
         short.app.extensions[ENGINE_KEY].dispose()
 
