@@ -28,10 +28,10 @@ import weakref
 from pathlib import Path
 from typing import IO, Any
 
-import sqlalchemy as sa
 from oslo_config import cfg
 
 import reporting
+from reporting.db import writes
 from reporting.sync import child_metrics
 from reporting.sync.child_job import Job, Outcome, snapshot
 from reporting.sync.clouds import CloudEntry
@@ -61,11 +61,6 @@ def child_environment() -> dict[str, str]:
 def start_child() -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", CHILD_MODULE], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, env=child_environment())
-
-
-def _in_memory(url: str) -> bool:
-    parsed = sa.engine.make_url(url)
-    return parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
 
 
 def _read_line(pipe: IO[bytes], until: float) -> bytes | None:
@@ -151,7 +146,7 @@ class RunProcesses:
             deadline: float) -> dict[str, Any]:
         """The stats of run ``run_id`` of ``entry``, done in a run process that is
         killed ``KILL_GRACE_S`` after ``deadline`` (``time.monotonic()``)."""
-        if _in_memory(conf.database.connection):
+        if writes.private_to_process(conf.database.connection):
             return failed_stats(["a sync run needs a database its own process can open; "
                                  "[database] connection names an in-memory SQLite database"])
         child = self._hand(Job(snapshot(conf), entry, run_id, at, deadline))

@@ -19,7 +19,7 @@ from reporting.db.writes.base import Writes
 from reporting.db.writes.postgresql import PostgresWrites
 from reporting.db.writes.sqlite import SqliteWrites
 
-__all__ = ["Writes", "attach", "create_engine", "missing_database", "of"]
+__all__ = ["Writes", "attach", "create_engine", "missing_database", "of", "private_to_process"]
 
 _BY_DIALECT: dict[str, type[Writes]] = {"postgresql": PostgresWrites, "sqlite": SqliteWrites}
 
@@ -50,6 +50,12 @@ def missing_database(url: str) -> str | None:
     return _kind(parsed.get_backend_name()).missing_database(parsed)
 _ATTACHED: weakref.WeakKeyDictionary[sa.Engine, Writes] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+
+
+def private_to_process(url: str) -> bool:
+    """Whether ``url`` is a database no other process can open (SQLite in memory)."""
+    parsed = sa.engine.make_url(url)
+    return _kind(parsed.get_backend_name()).private_to_process(parsed)
 
 
 def attach(engine: sa.Engine) -> Writes:

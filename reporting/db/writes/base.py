@@ -154,6 +154,12 @@ class Writes(abc.ABC):
         (None: it exists, or the server refuses a missing one itself)."""
         return None
 
+    @classmethod
+    def private_to_process(cls, url: sa.URL) -> bool:
+        """Whether ``url`` is a database only the process that opens it sees (another
+        process, such as a sync run's, would open an empty one)."""
+        return False
+
     # --- events ---------------------------------------------------------------------------
 
     @abc.abstractmethod

@@ -72,9 +72,13 @@ class SqliteWrites(Writes):
 
     @classmethod
     def missing_database(cls, url: sa.URL) -> str | None:
-        if url.database in (None, "", ":memory:") or Path(url.database).exists():
+        if cls.private_to_process(url) or Path(str(url.database)).exists():
             return None
         return f"names the SQLite file {url.database}, which does not exist"
+
+    @classmethod
+    def private_to_process(cls, url: sa.URL) -> bool:
+        return url.database in (None, "", ":memory:")  # in memory
 
     def insert_events(self, session: Session, rows: Sequence[dict[str, Any]]
                       ) -> dict[str, int]:

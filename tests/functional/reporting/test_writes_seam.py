@@ -420,6 +420,9 @@ def test_a_missing_sqlite_file_is_told_and_nothing_else_is(tmp_path: Path) -> No
     (tmp_path / "there.sqlite").touch()
     assert writes.missing_database(f"sqlite:///{tmp_path / 'there.sqlite'}") is None
     assert writes.missing_database("sqlite://") is None  # in memory
+    assert writes.private_to_process("sqlite://") and writes.private_to_process("sqlite:///:memory:")
+    assert not writes.private_to_process(f"sqlite:///{tmp_path / 'there.sqlite'}")
+    assert not writes.private_to_process("postgresql+psycopg://u@db.invalid/none")
     assert writes.missing_database("postgresql+psycopg://u@db.invalid/none") is None
     with pytest.raises(ValueError, match="unsupported database dialect 'mysql'"):
         writes.missing_database("mysql://u@db/x")
