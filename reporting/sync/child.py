@@ -25,9 +25,13 @@ import select
 import signal
 import sys
 import time
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from reporting.sync.child_job import Job, Outcome, restore
+
+if TYPE_CHECKING:
+    from oslo_config import cfg
+    from sqlalchemy.orm import Session, sessionmaker
 
 LOG = logging.getLogger("reporting.sync.child")
 PROG = "tally-reporting"
@@ -39,9 +43,9 @@ class _Engines:
     between runs)."""
 
     def __init__(self) -> None:
-        self._by_url: dict[str, Any] = {}
+        self._by_url: dict[str, sessionmaker[Session]] = {}
 
-    def sessionmaker(self, conf: Any) -> Any:
+    def sessionmaker(self, conf: cfg.ConfigOpts) -> sessionmaker[Session]:
         from reporting.db.engine import engine_from_conf, make_sessionmaker
 
         url = conf.database.connection
