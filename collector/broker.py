@@ -44,7 +44,7 @@ OPTS = [
 ]
 
 RABBIT_LOGGER = "oslo.messaging._drivers.impl_rabbit"  # oslo names its loggers so
-AMQP_LOGGER = "oslo.messaging._drivers.amqpdriver"
+AMQP_LOGGER = "oslo_messaging._drivers.amqpdriver"  # this one by its module name
 _RETRY_INITIAL_S = 1.0
 _RETRY_MAX_S = 30.0
 _DUPLICATE_BURST_S = 2.0
@@ -176,7 +176,9 @@ class ConnectionWatch(_LoggerFilter):
             LOG.info("Reconnected to RabbitMQ")
         else:
             self._metrics.reconnections.inc()
-            LOG.warning("Reconnected to RabbitMQ after %.1fs without a connection (%d failed "
+            # INFO: called inside oslo's except block, where oslo.log would append the
+            # exception being handled to a WARNING.
+            LOG.info("Reconnected to RabbitMQ after %.1fs without a connection (%d failed "
                         "attempts); consuming again", self._clock() - since, attempts)
 
 

@@ -78,7 +78,7 @@ class Outage:
             self._since, self._failures, self._waiting, self._oldest = None, 0, 0, None
         self._metrics.delivery_recoveries.inc()
         waited = 0.0 if oldest is None else max(0.0, self._wall_clock() - oldest)
-        LOG.warning("Delivery succeeds again after %.1fs and %d failed attempts; %d events "
+        LOG.info("Delivery succeeds again after %.1fs and %d failed attempts; %d events "
                     "waited, the oldest for %.1fs", self._clock() - since, failures,
                     waiting, waited)
 
