@@ -37,7 +37,6 @@ def main(argv: list[str] | None = None) -> int:
     quiet_eventlet_warning()
     import oslo_messaging
     from oslo_config import cfg
-
     from oslo_messaging import opts as messaging_opts
 
     from collector import opts

@@ -18,13 +18,11 @@ from typing import Any
 
 import pytest
 import requests
-from oslo_config import cfg
 
 from collector import cmd
 from collector.buffer import EventBuffer
 from collector.listener import NotificationEndpoint
 from collector.metrics import CollectorMetrics
-from mapping.config_check import check_config_files
 from tests.oslo_log_lines import oslo_log_lines
 
 BIN = Path(sys.executable).parent
