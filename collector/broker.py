@@ -155,8 +155,14 @@ class ConnectionWatch(_LoggerFilter):
         self._failed_attempts = 0
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not isinstance(record.msg, str) or not self._starter.connected:
-            return True  # before the first connection the starter speaks
+        if not isinstance(record.msg, str):
+            return True
+        if not self._starter.connected:
+            # oslo retries an unreachable host inside listener.start(), one line each:
+            # counted with the attempts the broker refused.
+            if record.msg.startswith(self._DOWN):
+                self._metrics.connection_failures.inc()
+            return True
         if record.msg.startswith(self._DOWN):
             with self._lock:
                 if self._down_since is None:

@@ -100,8 +100,9 @@ class CollectorMetrics:
             "and while it reconnects.", registry=r)
         self.connection_failures = prometheus_client.Counter(
             "tally_collector_connection_failures",
-            "Attempts to start the listener that RabbitMQ refused or did not answer "
-            "(a wrong password or vhost, a broker down), each retried.", registry=r)
+            "Attempts to connect the listener before its first connection that failed "
+            "(RabbitMQ refused it: a wrong password or vhost; or did not answer), each "
+            "retried.", registry=r)
         self.reconnections = prometheus_client.Counter(
             "tally_collector_reconnections",
             "Reconnections to RabbitMQ after the listener's connection was lost.",

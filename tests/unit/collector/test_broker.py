@@ -182,3 +182,19 @@ def test_the_collector_exits_when_rabbitmq_refuses_it(conf: cfg.ConfigOpts) -> N
     finally:
         collector.stop()
         transport.cleanup()
+
+
+def test_unreachable_attempts_before_the_first_connection_are_counted(
+        metrics: CollectorMetrics) -> None:
+    """oslo retries an unreachable host inside listener.start(): its lines count."""
+    starter = ListenerStarter(lambda: RefusedListener([None]), metrics, "rabbit://h/")
+    watch = ConnectionWatch(metrics, starter)
+    watch.install()
+    try:
+        for _ in range(3):
+            _oslo_line(RABBIT_LOGGER, "Connection failed: %s (retrying in %s seconds)",
+                       "[Errno 111] ECONNREFUSED", 2)
+    finally:
+        watch.remove()
+    assert sample_value(metrics, "tally_collector_connection_failures_total") == 3
+    assert sample_value(metrics, "tally_collector_connected") == 0
