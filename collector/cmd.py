@@ -17,6 +17,10 @@ import warnings
 from types import FrameType
 
 PROG = "tally-collector"
+# The library sections whose options the collector knows in full once its transport
+# is built: an unknown option there is an error, as in [collector].
+STRICT_LIBRARY_SECTIONS = ("DEFAULT", "oslo_messaging_rabbit", "oslo_messaging_notifications",
+                           "oslo_messaging_kafka")
 LOG = logging.getLogger("collector")
 
 
@@ -33,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_eventlet_warning()
     import oslo_messaging
     from oslo_config import cfg
+    from oslo_messaging import opts as messaging_opts
 
     from collector import opts
     from collector.errors import ConfigurationError
@@ -43,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     conf = cfg.ConfigOpts()
     opts.register_opts(conf)
     logs.register_options(conf)
+    # Every option oslo.messaging documents, so that the check below knows them all
+    # before the driver registers its own (the same definitions).
+    for group, group_opts in messaging_opts.list_opts():
+        conf.register_opts(group_opts, group=group)
     try:
         conf(sys.argv[1:] if argv is None else argv, project="tally", prog=PROG)
         apply_env_aliases(conf, os.environ)
@@ -53,9 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         from collector.service import Collector  # after logging is set up
 
         collector = Collector(conf)
-        for warning in check_config_files(conf, only=("DEFAULT", "oslo_messaging_rabbit",
-                                                      "oslo_messaging_notifications")):
-            LOG.warning("%s", warning.removeprefix("WARNING: "))
+        # A misspelt oslo.messaging or oslo.log option is as fatal as one of Tally's:
+        # left at its default, it would go unnoticed (``tranport_url``).
+        check_config_files(conf, lenient=(), only=STRICT_LIBRARY_SECTIONS)
         try:
             broker = conf.oslo_messaging_notifications.transport_url or conf.transport_url
         except cfg.NoSuchOptError:  # no transport built (tests replace the Collector)
@@ -80,9 +89,16 @@ def main(argv: list[str] | None = None) -> int:
             oslo_messaging.InvalidTransportURL) as exc:
         print(f"{PROG}: configuration error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    failure = None
     while not stop.wait(1.0):
-        pass
+        failure = collector.must_exit()
+        if failure is not None:
+            LOG.error("Exiting: %s", failure)
+            break
     collector.stop()
+    if failure is not None:
+        print(f"{PROG}: {failure}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 
 from oslo_config import cfg
@@ -34,6 +35,52 @@ from collector.next_batch import NextBatch
 from collector.sender import Sender
 
 LOG = logging.getLogger(__name__)
+
+
+class Outage:
+    """The delivery failures since the last success, so that the first success after
+    them is said once: for how long and how many attempts delivery failed, how many
+    events waited meanwhile and for how long the oldest of them did."""
+
+    def __init__(self, metrics: CollectorMetrics, buffer: EventBuffer,
+                 clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time) -> None:
+        self._metrics = metrics
+        self._buffer = buffer
+        self._clock = clock
+        self._wall_clock = wall_clock  # the buffer's stamps are wall-clock time
+        self._lock = threading.Lock()
+        self._since: float | None = None
+        self._failures = 0
+        self._waiting = 0  # the most events the buffer held meanwhile
+        self._oldest: float | None = None  # stamp of the oldest event that waited
+
+    def failed(self) -> None:
+        depth = self._buffer.depth()
+        with self._lock:
+            if self._since is None:
+                self._since = self._clock()
+            self._failures += 1
+            self._waiting = max(self._waiting, depth)
+            known = self._oldest is not None
+        if not known:
+            stamp = self._buffer.oldest_stamp()
+            with self._lock:
+                if self._oldest is None:
+                    self._oldest = stamp
+
+    def succeeded(self) -> None:
+        with self._lock:
+            since, failures, waiting, oldest = (
+                self._since, self._failures, self._waiting, self._oldest)
+            if since is None:
+                return
+            self._since, self._failures, self._waiting, self._oldest = None, 0, 0, None
+        self._metrics.delivery_recoveries.inc()
+        waited = 0.0 if oldest is None else max(0.0, self._wall_clock() - oldest)
+        LOG.info("Delivery succeeds again after %.1fs and %d failed attempts; %d events "
+                    "waited, the oldest for %.1fs", self._clock() - since, failures,
+                    waiting, waited)
 
 
 class Delivery:
@@ -51,6 +98,7 @@ class Delivery:
         self.next_batch = NextBatch(config, buffer, backlog)
         self.sender = Sender(config, buffer, metrics)
         self.backoff = Backoff(config.initial_delay, config.max_delay, jitter)
+        self.outage = Outage(metrics, buffer)
         self._metrics = metrics
 
     @classmethod
@@ -92,17 +140,20 @@ class Delivery:
                 self._metrics.delivery_failures.labels("internal").inc()
                 LOG.exception("Delivery round failed")
                 self.backoff.failed(None)
+                self.outage.failed()
                 continue
             if refused is not None:
                 # Logged outside the except block: oslo.log appends the exception being
                 # handled to a WARNING, which would say the reason a second time.
                 self._metrics.delivery_failures.labels(refused.reason).inc()
                 delay = self.backoff.failed(refused.retry_after)
+                self.outage.failed()
                 LOG.warning("Delivery failed (%s: %s); retrying in %.1fs",
                             refused.reason, refused, delay)
                 continue
             if delivered:
                 self.backoff.succeeded()
+                self.outage.succeeded()
             else:
                 # Nothing (ready) to claim: not a success (another thread may be failing).
                 written.wait(self.next_batch.idle_wait())

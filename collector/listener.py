@@ -8,6 +8,11 @@ acknowledges.  A failed write returns REQUEUE (the listener is built with
 ``allow_requeue=True``), after a capped, jittered pause so a broken disk does not
 turn into a hot redelivery loop.  A full buffer holds the batch unacknowledged
 until there is room (back-pressure into RabbitMQ).
+
+oslo's own batch dispatcher is replaced (``collector.dispatch``): every message of a
+batch reaches this endpoint, a notification at INFO to be booked (``info``), any
+other one (a priority that is missing, not a string, not INFO) to be parked with
+the reason it is not booked (``keep``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from oslo_messaging.notify.dispatcher import NotificationResult
 
 from collector.backlog import BacklogSignal
 from collector.buffer import EventBuffer
+from collector.dispatch import NotBooked, batch_listener
 from collector.errors import ConfigurationError
 from collector.metrics import CollectorMetrics
 from mapping.event import route_problem
@@ -159,6 +165,17 @@ class NotificationEndpoint:
         self._succeeded(items)
         return NotificationResult.HANDLED
 
+    def keep(self, message: dict[str, Any], why: NotBooked) -> bool:
+        """Park a notification the collector does not book (``collector.dispatch``
+        says why); False when the disk did not take it (it is then requeued)."""
+        LOG.warning("Notification %s of type %s is not booked (%s); parked",
+                    _message_id(message) or "(no message_id)",
+                    _describe_type(message.get("event_type")), why.reason)
+        return self._park(_without_secrets(message), f"not booked: {why.reason}", why.label)
+
+    def pause_before_requeue(self) -> None:
+        self._requeue_after_pause()
+
     def _wait_for_room(self) -> bool:
         if not self._buffer.is_full():
             return True
@@ -287,6 +304,11 @@ def _without_secrets(message: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
+def _describe_type(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
 def _message_id(message: Mapping[str, Any]) -> str:
     metadata = message.get("metadata")
     if isinstance(metadata, Mapping):
@@ -310,17 +332,11 @@ def build_targets(conf: cfg.ConfigOpts) -> list[oslo_messaging.Target]:
 def build_listener(
     conf: cfg.ConfigOpts, transport: oslo_messaging.Transport, endpoint: NotificationEndpoint
 ) -> oslo_messaging.MessageHandlingServer:
-    """The batch listener: explicit pool, threading executor, requeue allowed."""
+    """The batch listener: explicit pool, threading executor, requeue allowed, and the
+    collector's dispatcher (every message reaches the endpoint, ``collector.dispatch``)."""
     group = conf.collector
     if not group.pool:
         raise ConfigurationError("[collector] pool must name the collector's own queue")
-    return oslo_messaging.get_batch_notification_listener(
-        transport,
-        build_targets(conf),
-        [endpoint],
-        executor="threading",
-        allow_requeue=True,
-        pool=group.pool,
-        batch_size=group.listener_batch_size,
-        batch_timeout=group.listener_batch_timeout,
-    )
+    return batch_listener(
+        transport, build_targets(conf), endpoint, pool=group.pool,
+        batch_size=group.listener_batch_size, batch_timeout=group.listener_batch_timeout)

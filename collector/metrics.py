@@ -94,6 +94,27 @@ class CollectorMetrics:
             "tally_collector_cloud_check_failures",
             "Start-up checks of the cloud the Reporting API did not answer.", registry=r)
 
+        self.connected = prometheus_client.Gauge(
+            "tally_collector_connected",
+            "1 while the listener is connected to RabbitMQ, 0 before its first connection "
+            "and while it reconnects.", registry=r)
+        self.connection_failures = prometheus_client.Counter(
+            "tally_collector_connection_failures",
+            "Attempts to connect the listener before its first connection that failed "
+            "(RabbitMQ refused it: a wrong password or vhost; or did not answer), each "
+            "retried.", registry=r)
+        self.reconnections = prometheus_client.Counter(
+            "tally_collector_reconnections",
+            "Reconnections to RabbitMQ after the listener's connection was lost.",
+            registry=r)
+        self.duplicates_skipped = prometheus_client.Counter(
+            "tally_collector_duplicates_skipped",
+            "Notifications RabbitMQ delivered again after a reconnect that oslo.messaging "
+            "skipped as already received.", registry=r)
+        self.delivery_recoveries = prometheus_client.Counter(
+            "tally_collector_delivery_recoveries",
+            "Deliveries that succeeded again after one or more failed.", registry=r)
+
     def watch_buffer(
         self, depth: Callable[[], float], oldest_age: Callable[[], float],
         parked_depth: Callable[[], float],

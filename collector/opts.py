@@ -6,7 +6,7 @@ import itertools
 
 from oslo_config import cfg
 
-from collector import buffer, delivery_config, listener, metrics
+from collector import broker, buffer, delivery_config, listener, metrics
 
 GROUP = cfg.OptGroup(
     "collector",
@@ -18,7 +18,7 @@ GROUP = cfg.OptGroup(
 
 def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
     return [(GROUP, list(itertools.chain(
-        listener.OPTS, buffer.OPTS, delivery_config.OPTS, metrics.OPTS)))]
+        listener.OPTS, broker.OPTS, buffer.OPTS, delivery_config.OPTS, metrics.OPTS)))]
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:

@@ -11,6 +11,7 @@ from oslo_config import cfg
 
 from collector.api_client import read_token
 from collector.backlog import BacklogSignal
+from collector.broker import ConnectionWatch, DuplicateSkips, ListenerStarter, broker_name
 from collector.buffer import EventBuffer
 from collector.cloud_check import CloudCheck
 from collector.delivery import Delivery
@@ -88,7 +89,7 @@ class Collector:
         # queue into memory unacknowledged.
         _default_unless_set(conf, "rabbit_qos_prefetch_count",
                             2 * conf.collector.listener_batch_size, _RABBIT_GROUP)
-        self.listener = build_listener(conf, transport, self.endpoint)
+        self.listener = self._build_listener()
         # The endpoint's batches take turns at the buffer's one SQLite writer: a few
         # threads kept warm serve it better than oslo's pool, which starts a new
         # thread for each batch up to 64 of them (bench/collector.py, paired rounds:
@@ -96,13 +97,18 @@ class Collector:
         # transport's configuration; its executor is built at start().
         _default_unless_set(self.listener.conf, "executor_thread_pool_size",
                             _EXECUTOR_THREADS)
+        self.first_connection_timeout_s = conf.collector.first_connection_timeout_s
+        self.starter = ListenerStarter(self._next_listener, self.metrics, broker_name(conf))
+        self.connection_watch = ConnectionWatch(self.metrics, self.starter)
+        self.duplicate_skips = DuplicateSkips(self.metrics.duplicates_skipped)
         self._delivery_thread = threading.Thread(
             target=self.delivery.run, args=(self.stopping, self.written),
             name="tally-delivery", daemon=True)
         # listener.start() blocks while RabbitMQ is unreachable (oslo retries the
         # connection), so it runs in its own thread and SIGTERM still ends the process.
         self._listener_thread = threading.Thread(
-            target=self._start_listener, name="tally-listener-start", daemon=True)
+            target=self.starter.run, args=(self.stopping, self._listening_with),
+            name="tally-listener-start", daemon=True)
         self._forward_thread = threading.Thread(
             target=self.forwarder.run, args=(self.stopping,), name="tally-parked-forward",
             daemon=True)
@@ -111,6 +117,19 @@ class Collector:
             daemon=True)
         self._state_lock = threading.Lock()
         self._listening = False
+        self._first_listener_used = False
+
+    def _build_listener(self) -> oslo_messaging.MessageHandlingServer:
+        return build_listener(self.conf, self.transport, self.endpoint)
+
+    def _next_listener(self) -> oslo_messaging.MessageHandlingServer:
+        """The listener of the next start attempt: a new one after a failed start."""
+        with self._state_lock:
+            if not self._first_listener_used:
+                self._first_listener_used = True
+                return self.listener
+            self.listener = self._build_listener()
+            return self.listener
 
     def start(self) -> None:
         if self.metrics_server is not None:
@@ -123,21 +142,26 @@ class Collector:
             LOG.warning("%d items are parked in %s/parked; they go to the Reporting API's "
                         "dead letter as soon as it files them", parked, self.buffer.directory)
         self.undecodable.install()
+        self.connection_watch.install()
+        self.duplicate_skips.install()
         self._delivery_thread.start()
         self._forward_thread.start()
         self._listener_thread.start()
         self._cloud_check_thread.start()
 
-    def _start_listener(self) -> None:
-        self.listener.start()
+    def _listening_with(self, listener: oslo_messaging.MessageHandlingServer) -> None:
         with self._state_lock:
+            self.listener = listener
             self._listening = True
             raced_with_stop = self.stopping.is_set()
         if raced_with_stop:
-            self.listener.stop()
-            self.listener.wait()
-        else:
-            LOG.info("Consuming notifications")
+            listener.stop()
+            listener.wait()
+
+    def must_exit(self) -> str | None:
+        """Why the process must end with a failure (never connected in time); None
+        while it may run."""
+        return self.starter.overdue(self.first_connection_timeout_s)
 
     @property
     def listening(self) -> bool:
@@ -161,6 +185,8 @@ class Collector:
         if self.metrics_server is not None:
             self.metrics_server.stop()
         self.undecodable.remove()
+        self.connection_watch.remove()
+        self.duplicate_skips.remove()
         if self._own_transport and listening:
             self.transport.cleanup()
         self.buffer.close()

@@ -13,7 +13,9 @@ start-up and compares them with what it registered:
   oslo.log / oslo.messaging register options, ``[oslo_messaging_*]``,
   ``[keystone_authtoken]``) is a warning on stderr: those libraries register options
   lazily (a driver, an auth plugin) and drop old ones between releases, and oslo's
-  own convention is that such a file still starts;
+  own convention is that such a file still starts (``lenient``; tally-collector
+  passes none: it registers every oslo.messaging option first, and a misspelt
+  ``transport_url`` must not leave it consuming nothing);
 - a section the command does not read but another Tally command does (``[collector]``
   in tally-reporting's file, ``[keystone_authtoken]`` for tally-manage) is left to that
   command, which checks it.

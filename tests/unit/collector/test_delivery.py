@@ -8,7 +8,9 @@ own: test_next_batch, test_sender, test_backoff, test_delivery_config.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -619,3 +621,34 @@ def test_a_partial_batch_goes_when_the_backlog_is_overdue_not_after_the_linger(
     threading.Event().wait(0.06)
     assert delivery.deliver_once() == 1
     assert buffer.depth() == 0
+
+
+def test_the_first_success_after_failures_is_said_once(
+    buffer: EventBuffer, metrics: CollectorMetrics, requests_mock: rm.Mocker,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    buffer.append([_event(n) for n in range(3)])
+    requests_mock.post(URL, [{"exc": requests.ConnectionError("refused")},
+                             {"status_code": 503, "json": {}},
+                             {"json": _answer()}])
+    delivery = _delivery(buffer, metrics, initial_delay=0.01, max_delay=0.01)
+    stop, written = threading.Event(), threading.Event()
+    with caplog.at_level(logging.INFO, logger="collector.delivery"):
+        worker = threading.Thread(target=delivery.run, args=(stop, written))
+        worker.start()
+        deadline = time.monotonic() + 30
+        while buffer.depth() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        buffer.append([_event(9)])  # delivered with no failure before it
+        written.set()
+        while buffer.depth() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        stop.set()
+        written.set()
+        worker.join(10)
+    recovered = [r.getMessage() for r in caplog.records
+                 if r.getMessage().startswith("Delivery succeeds again")]
+    assert len(recovered) == 1
+    assert re.fullmatch(r"Delivery succeeds again after \d+\.\ds and 2 failed attempts; "
+                        r"3 events waited, the oldest for \d+\.\ds", recovered[0])
+    assert sample_value(metrics, "tally_collector_delivery_recoveries_total") == 1

@@ -23,6 +23,8 @@ REQUIRED_ALERTS = {
     "TallyCollectorBufferStale",
     # The collector's cloud is one the API's clouds file does not name.
     "TallyCollectorCloudUnknown",
+    # The collector's listener has no connection to RabbitMQ (nothing is consumed).
+    "TallyCollectorDisconnected",
 }
 RUNBOOK_SECTIONS = ("## What it means", "## How to confirm", "## What to do")
 
