@@ -14,7 +14,6 @@ from simcloud.model import VOLUME_TYPES, Resource, to_datetime
 bp = Blueprint("cinder", __name__, url_prefix="/volume")
 MIN_VERSION = (3, 0)
 MAX_VERSION = (3, 71)
-MAX_LIMIT = 1000
 # Filters cinder answers that this simulation does not: refused, never ignored.
 UNSIMULATED = frozenset({"name", "status", "metadata", "bootable", "migration_status",
                          "availability_zone", "group_id", "sort", "sort_key", "sort_dir",
@@ -99,7 +98,9 @@ def volumes_detail(project_id: str | None = None) -> Response:
     limit = common.int_param("limit", args.get("limit"), _bad)
     if isinstance(limit, Response):
         return limit
-    page_size = min(limit if limit is not None else MAX_LIMIT, MAX_LIMIT)
+    max_limit = common.world().config.page_cap("block-storage")  # osapi_max_limit
+    assert max_limit is not None
+    page_size = min(limit if limit is not None else max_limit, max_limit)
     w = common.world()
     now = w.now
 
