@@ -252,12 +252,45 @@ def test_glance_relative_next_link_is_followed_by_marker(fake_cloud: FakeCloud, 
     assert set(by_type(observation, "image")) == {i["id"] for i in images}
 
 
-def test_neutron_stops_on_a_short_page(fake_cloud: FakeCloud, clouds_env):
-    body = api("neutron_floating-ips-list-response.json")
-    body["floatingips_links"] = [{"rel": "next", "href": "http://elsewhere/?marker=x"}]
-    fake_cloud.mock.get(f"{NEUTRON}/v2.0/floatingips", json=body)
-    observe(clouds_env)
-    assert len(fake_cloud.requested("/floatingips")) == 1
+def test_neutron_capped_page_with_a_next_link_is_not_the_last(fake_cloud: FakeCloud,
+                                                               clouds_env):
+    # pagination_max_limit = 2: two of three addresses, linked; then the third.
+    ips = api("neutron_floating-ips-list-response.json")["floatingips"]
+    assert len(ips) == 3
+
+    def answer(request, context):
+        start = 0 if "marker" not in request.qs else 2
+        page = ips[start:start + 2]
+        links = [{"rel": "previous", "href": "http://neutron.test/v2.0/floatingips?page_reverse=True"}]
+        if len(page) == 2:
+            links.insert(0, {"rel": "next", "href": "http://elsewhere/v2.0/floatingips?"
+                             f"limit=1000&marker={page[-1]['id']}"})
+        return {"floatingips": page, "floatingips_links": links}
+
+    fake_cloud.mock.get(f"{NEUTRON}/v2.0/floatingips", json=answer)
+    observation = observe(clouds_env)
+    assert set(by_type(observation, "floating_ip")) == {ip["id"] for ip in ips}
+    assert "floating_ip" in observation.enumerated_types
+    second = fake_cloud.requested("/floatingips")[1]
+    assert second.url.startswith(NEUTRON) and second.qs["marker"] == [ips[1]["id"]]
+
+
+def test_neutron_full_last_page_is_followed_to_its_empty_page(fake_cloud: FakeCloud,
+                                                              clouds_env):
+    ips = api("neutron_floating-ips-list-response.json")["floatingips"]
+
+    def answer(request, context):
+        if "marker" in request.qs:  # neutron: empty, a previous link only
+            return {"floatingips": [], "floatingips_links": [
+                {"rel": "previous", "href": "http://neutron.test/v2.0/floatingips?page_reverse=True"}]}
+        return {"floatingips": ips, "floatingips_links": [
+            {"rel": "next", "href": f"http://neutron.test/v2.0/floatingips?marker={ips[-1]['id']}"}]}
+
+    fake_cloud.mock.get(f"{NEUTRON}/v2.0/floatingips", json=answer)
+    observation = observe(clouds_env)
+    assert len(fake_cloud.requested("/floatingips")) == 2
+    assert len(by_type(observation, "floating_ip")) == 3
+    assert "floating_ip" in observation.enumerated_types
 
 
 def test_nova_full_page_link_is_followed_with_our_own_endpoint(fake_cloud, clouds_env):
