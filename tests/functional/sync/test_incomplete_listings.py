@@ -4,12 +4,15 @@ with the fault switched on, no live resource is ever deleted."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 from reporting.db.session import ENGINE_KEY
 from simcloud.config import WorldConfig
+from simcloud.identity import READ_ONLY_RULES
 from tests.functional.sync.conftest import START, Syncer
 from tests.functional.sync.test_failures import failed_run, other_syncer
 
@@ -80,6 +83,48 @@ def test_the_seeds_read_only_credential_with_a_down_cell_deletes_no_instance(
         syncer.advance(T2)
         run = reader.sync_ok(T2)
         assert run["stats"]["enumerated_types"] == TYPES
+        assert hidden and instance_rows_alive(syncer, T2, hidden)
+        assert live_rows_deleted(syncer, T2) == []
+    finally:
+        reader.app.extensions[ENGINE_KEY].dispose()
+
+
+def test_access_rules_naming_only_listings_delete_no_instance(
+        syncer: Syncer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # A read-only credential whose compute rules name /v2.1/... listings and not the
+    # version document: nova answers the document 401, which keystoneauth takes for
+    # "no microversions".
+    rules = [dict(rule) for rule in READ_ONLY_RULES if rule["service"] != "compute"] + [
+        {"service": "compute", "method": "GET", "path": "/**/v2.1/servers/detail"},
+        {"service": "compute", "method": "GET", "path": "/**/v2.1/flavors/detail"}]
+    cred = syncer.world.identity.add_application_credential("admin", "listings-only",
+                                                            access_rules=rules)
+    document = yaml.safe_load(Path(os.environ["OS_CLIENT_CONFIG_FILE"]).read_text())
+    entry = dict(document["clouds"]["sim-admin-readonly"])
+    entry["auth"] = dict(entry["auth"], application_credential_id=cred.id,
+                         application_credential_secret=cred.secret)
+    document["clouds"]["sim-listings-only"] = entry
+    path = tmp_path / "listings-only.yaml"
+    path.write_text(yaml.safe_dump(document))
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(path))
+    reader = other_syncer(syncer, tmp_path, {"os_cloud": "sim-listings-only",
+                                             "include_octavia": True})
+    try:
+        syncer.advance(T1)
+        syncer.sync_ok(T1)
+        faults = syncer.world.world.faults
+        faults.down_cell_fraction = 0.3
+        hidden = {r["resource_id"] for r in syncer.truth(T2, live=True,
+                                                         resource_type="instance")
+                  if faults.in_down_cell(r["resource_id"])}
+        syncer.advance(T2)
+        run = failed_run(reader, reader.sync(T2))
+        assert run.stats["errors"] == [
+            f"enumerating instance: nova's version document ({syncer.world.base_url}"
+            "/compute/v2.1/) could not be read, so its microversion is unknown: nova "
+            "answered GET / with HTTP 401: The request you have made requires "
+            "authentication."]
+        assert "instance" not in run.stats["enumerated_types"]
         assert hidden and instance_rows_alive(syncer, T2, hidden)
         assert live_rows_deleted(syncer, T2) == []
     finally:
