@@ -32,7 +32,6 @@ from reporting.openstack.credentials import resolve_cloud
 from reporting.openstack.errors import ServiceNotInCatalog
 from reporting.openstack.http import (
     Budget,
-    BudgetExceeded,
     ServiceClient,
     make_client,
     paginate,
@@ -193,7 +192,7 @@ class _Run:
             return NovaVersion(highest)
         try:
             return NovaVersion(document_maximum(nova.get_json("/")))
-        except (ServiceNotInCatalog, BudgetExceeded):
+        except ServiceNotInCatalog:
             raise
         except LISTING_ERRORS as exc:
             self.budget.remaining()
