@@ -323,10 +323,12 @@ class _Run:
 
     def _volume_types(self, cinder: ServiceClient) -> dict[str, str]:
         try:
-            body = cinder.get_json(cinder.versioned("v3", "types"), params={"is_public": "None"})
+            # cinder caps this listing at osapi_max_limit too, linking the capped page.
             entries = [
                 SizeNameEntry("volume_type", str(item["id"]), str(item["name"]))
-                for item in body["volume_types"]
+                for item in paginate(cinder, cinder.versioned("v3", "types"),
+                                     {"is_public": "None"}, "volume_types",
+                                     "volume_type_links")
             ]
         except LISTING_ERRORS as exc:
             self.budget.remaining()

@@ -89,6 +89,18 @@ def test_neutron_caps_a_request_without_a_limit_and_links_a_full_last_page(
     assert [link["rel"] for link in body["floatingips_links"]] == ["previous"]
 
 
+def test_cinder_caps_its_volume_types_too() -> None:
+    with running_simcloud(WorldConfig(seed=3, scale=30,
+                                      page_caps={"block-storage": 2})) as sim:
+        token = password_token(sim, "admin")
+        first = get(sim, "/volume/v3/types", token, is_public="None", limit=1000).json()
+        assert len(first["volume_types"]) == 2 and first["volume_type_links"]
+        marker = first["volume_types"][-1]["id"]
+        rest = get(sim, "/volume/v3/types", token, is_public="None", marker=marker).json()
+        names = [t["name"] for t in first["volume_types"] + rest["volume_types"]]
+        assert names == [t.name for t in model.VOLUME_TYPES]
+
+
 def test_page_caps_are_checked() -> None:
     with pytest.raises(ConfigError, match="page_caps: unknown APIs"):
         WorldConfig(page_caps={"swift": 10})

@@ -206,6 +206,21 @@ def test_private_volume_types_are_asked_for(fake_cloud: FakeCloud, clouds_env):
     assert fake_cloud.requested(f"{CINDER}/types")[0].qs["is_public"] == ["none"]
 
 
+def test_capped_volume_type_listing_is_followed(fake_cloud: FakeCloud, clouds_env):
+    types = api("cinder_v3_volume-types-list-response.json")["volume_types"]
+    assert len(types) >= 2
+
+    def answer(request, context):
+        if "marker" in request.qs:
+            return {"volume_types": types[1:]}
+        return {"volume_types": types[:1], "volume_type_links": [
+            {"rel": "next", "href": f"{CINDER}/types?marker={types[0]['id']}"}]}
+
+    fake_cloud.mock.get(f"{CINDER}/types", json=answer)
+    observation = observe(clouds_env)
+    assert {e.size_id for e in observation.size_names} == {str(t["id"]) for t in types}
+
+
 def test_down_cell_servers_are_never_read_as_absent(fake_cloud: FakeCloud, clouds_env):
     servers = api("nova_v2.47_servers-details-resp.json")["servers"]
     down = {"id": "aaaaaaaa-0000-0000-0000-000000000001", "status": "UNKNOWN",
