@@ -5,6 +5,7 @@
                          [--transport-url URL --exchange-prefix P --loss P --duplicate P
                           --reorder]
                          [--tally-url URL --token-ttl S]
+                         [--page-cap SERVICE=N ... --nova-max-microversion X.Y]
     tally-simcloud drive --sim-url URL [--reporting-url URL --cloud NAME --token-file F]
                          [--step-s 600 --until T]
 """
@@ -45,6 +46,13 @@ def _bind(text: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
     return host.strip("[]"), int(port)
+
+
+def _page_cap(text: str) -> tuple[str, int]:
+    service, sep, number = text.partition("=")
+    if not sep or not number.strip().isdigit() or int(number) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not SERVICE=N (N >= 1)")
+    return service.strip(), int(number)
 
 
 def _instant(text: str) -> dt.datetime:
@@ -96,6 +104,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="fraction of images created with os_hidden=true")
     serve.add_argument("--ownerless-images", type=_probability, default=0.0,
                        help="fraction of images created without an owner")
+    serve.add_argument("--page-cap", type=_page_cap, action="append", default=[],
+                       metavar="SERVICE=N",
+                       help="the most items SERVICE (compute, block-storage, network, image, "
+                       "load-balancer) answers on a page, whatever limit is asked for, "
+                       "linking the capped page as the real service does (nova max_limit, "
+                       "cinder osapi_max_limit, glance api_limit_max, neutron and octavia "
+                       "pagination_max_limit); repeat per service")
+    serve.add_argument("--nova-max-microversion", default=WorldConfig.nova_max_microversion,
+                       metavar="X.Y",
+                       help="nova's highest microversion (default 2.100; e.g. 2.38 for a "
+                       "nova without embedded flavors or down-cell records)")
     serve.add_argument("--debug", action="store_true")
 
     drive = sub.add_parser("drive", help="step a served world's clock, syncing after each step")
@@ -184,7 +203,9 @@ def world_config(args: argparse.Namespace) -> WorldConfig:
                        transport_url=args.transport_url,
                        exchanges={s: prefix + s for s in STOCK_EXCHANGES} if prefix else {},
                        hidden_image_fraction=args.hidden_images,
-                       ownerless_image_fraction=args.ownerless_images)
+                       ownerless_image_fraction=args.ownerless_images,
+                       page_caps=dict(args.page_cap),
+                       nova_max_microversion=args.nova_max_microversion)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -17,8 +17,24 @@ STOCK_EXCHANGES = ("nova", "cinder", "neutron", "glance", "octavia")
 API_SERVICE_TYPES = ("compute", "block-storage", "network", "image", "load-balancer")
 
 
+DEFAULT_PAGE_CAP = 1000
+NOVA_MIN_VERSION = (2, 1)
+NOVA_MAX_VERSION = (2, 100)
+
+
 class ConfigError(ValueError):
     """A world setting out of range."""
+
+
+def parse_microversion(text: str) -> tuple[int, int]:
+    """``"2.38"`` -> (2, 38), within what the simulated nova knows (2.1-2.100)."""
+    parts = str(text).split(".")
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        raise ConfigError(f"nova_max_microversion must look like 2.38, got {text!r}")
+    version = (int(parts[0]), int(parts[1]))
+    if not NOVA_MIN_VERSION <= version <= NOVA_MAX_VERSION:
+        raise ConfigError(f"nova_max_microversion must be within 2.1-2.100, got {text}")
+    return version
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +80,13 @@ class WorldConfig:
     # credential with access rules is refused (401) by an API whose configured type is
     # empty or not in the catalog: kolla renders "volume" for cinder, for instance.
     authtoken_service_types: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Each API's own cap on a page, below the limit a client asks for (catalog type ->
+    # items): nova [api] max_limit, cinder osapi_max_limit, glance api_limit_max,
+    # neutron and octavia pagination_max_limit.  Unset: 1000 each (neutron: none).
+    page_caps: dict[str, int] = dataclasses.field(default_factory=dict)
+    # The highest microversion nova's version document names and nova accepts
+    # ("2.38": a nova before Pike, without embedded flavors or down-cell records).
+    nova_max_microversion: str = "2.100"
     admin_password: str = "simcloud-admin"  # noqa: S105 - a simulated cloud's account
     member_password: str = "simcloud-member"  # noqa: S105
     service_password: str = "simcloud-service"  # noqa: S105
@@ -88,12 +111,29 @@ class WorldConfig:
         if unknown_apis:
             raise ConfigError(f"authtoken_service_types: unknown APIs {sorted(unknown_apis)}; "
                               f"one of {', '.join(API_SERVICE_TYPES)}")
+        unknown_caps = set(self.page_caps) - set(API_SERVICE_TYPES)
+        if unknown_caps:
+            raise ConfigError(f"page_caps: unknown APIs {sorted(unknown_caps)}; "
+                              f"one of {', '.join(API_SERVICE_TYPES)}")
+        for service, cap in self.page_caps.items():
+            if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+                raise ConfigError(f"page_caps: {service} must be a whole number >= 1, "
+                                  f"got {cap!r}")
+        parse_microversion(self.nova_max_microversion)
         unknown = set(self.exchanges) - set(STOCK_EXCHANGES)
         if unknown:
             raise ConfigError(f"exchanges: unknown services {sorted(unknown)}; "
                               f"one of {', '.join(STOCK_EXCHANGES)}")
         if self.transport is not None and self.transport_url is not None:
             raise ConfigError("give transport or transport_url, not both")
+
+    def page_cap(self, service: str, default: int | None = DEFAULT_PAGE_CAP) -> int | None:
+        """The most items ``service`` answers on a page; None for no cap."""
+        return self.page_caps.get(service, default)
+
+    @property
+    def nova_max_version(self) -> tuple[int, int]:
+        return parse_microversion(self.nova_max_microversion)
 
     def authtoken_service_type(self, service: str) -> str:
         return self.authtoken_service_types.get(service, service)

@@ -6,6 +6,12 @@ tenants), then the listings (instances with the deleted servers, volumes, floati
 IPs, images, load balancers with ``include_octavia``), then cinder's volume types.
 A failure a single type can carry costs that type its completeness; anything else
 aborts the run before a type is observed (``RunAborted``).
+
+The instance type is complete only from microversion 2.69, negotiated from a
+version document nova answered: below it nova leaves the servers of an unreachable
+cell out of its listing, so an absent server proves nothing (its deletes then come
+from nova's deleted listing alone); a document that could not be read says nothing
+about the microversion and is an error of the instance type.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from mapping.event import format_timestamp
 from mapping.openstack_rules import ImageData, image_data
 from reporting.openstack import resources
 from reporting.openstack.credentials import resolve_cloud
+from reporting.openstack.errors import ServiceNotInCatalog
 from reporting.openstack.http import (
     Budget,
     ServiceClient,
@@ -46,6 +53,7 @@ PLATFORM = "openstack"
 # from 2.75 nova refuses unknown query parameters.
 WANTED_MICROVERSION = (2, 69)
 EMBEDDED_FLAVOR = (2, 47)
+DOWN_CELLS_LISTED = (2, 69)
 
 # Failures a single listing can carry: HTTP errors, catalog lookups, unreadable bodies.
 LISTING_ERRORS = (
@@ -61,6 +69,61 @@ def _version_tuple(value: Any) -> tuple[int, int] | None:
     if isinstance(value, tuple) and len(value) == 2:
         return int(value[0]), int(value[1])
     return None
+
+
+class VersionDocumentUnreadable(ks_exceptions.ClientException):
+    """Nova's version document could not be read: its microversions are unknown."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NovaVersion:
+    """What the run knows of nova's microversions.
+
+    ``highest`` is nova's maximum (None for a nova whose document names none: 2.0,
+    or a 2.1 without microversions); ``unreadable`` says why the document could not
+    be read, in which case nothing is known and the run asks for no microversion."""
+
+    highest: tuple[int, int] | None
+    unreadable: str | None = None
+
+    @property
+    def chosen(self) -> tuple[int, int] | None:
+        return None if self.highest is None else min(self.highest, WANTED_MICROVERSION)
+
+    @property
+    def header(self) -> str | None:
+        chosen = self.chosen
+        return None if chosen is None else f"{chosen[0]}.{chosen[1]}"
+
+    @property
+    def lists_down_cells(self) -> bool:
+        chosen = self.chosen
+        return self.unreadable is None and chosen is not None and chosen >= DOWN_CELLS_LISTED
+
+
+def document_maximum(body: Any) -> tuple[int, int] | None:
+    """Nova's maximum microversion from its version document (``{"version": {...}}``,
+    or the ``{"versions": [...]}`` of an unversioned endpoint); None when it names
+    none (``"version": ""``: a 2.0 endpoint).  VersionDocumentUnreadable for a body
+    that is no version document."""
+    entries: list[Any]
+    if isinstance(body, dict) and isinstance(body.get("version"), dict):
+        entries = [body["version"]]
+    elif isinstance(body, dict) and isinstance(body.get("versions"), list):
+        entries = body["versions"]
+    else:
+        raise VersionDocumentUnreadable("the answer is no version document")
+    highest: tuple[int, int] | None = None
+    for entry in entries:
+        text = entry.get("version") if isinstance(entry, dict) else None
+        if not text:
+            continue
+        parts = str(text).split(".")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise VersionDocumentUnreadable(f"the document names version {text!r}")
+        found = (int(parts[0]), int(parts[1]))
+        highest = found if highest is None else max(highest, found)
+    return highest
 
 
 class OpenStackAdapter:
@@ -115,15 +178,27 @@ class _Run:
     def _client(self, session: Any, service_type: str) -> ServiceClient:
         return make_client(self.region, session, service_type, self.budget)
 
-    def _negotiate(self, nova: ServiceClient) -> tuple[int, int] | None:
-        """The microversion to send: min(nova's maximum, 2.69); None for a 2.0-only nova."""
-        data = nova.adapter.get_endpoint_data()
-        if data is None:
-            raise ks_exceptions.EndpointNotFound("compute endpoint not found in the catalog")
+    def _negotiate(self, nova: ServiceClient) -> NovaVersion:
+        """Nova's microversions from its version document.
+
+        keystoneauth answers no maximum both for a nova whose document names none and
+        for a document it could not read (a 401 of an access rule, a 503, a proxy),
+        and then quietly uses the catalog URL; so without a maximum the document is
+        read again here (``GET <endpoint>/``, which an access rule ``/**/`` covers)
+        and an unreadable one is said to be so, never taken for "nova speaks 2.1"."""
+        data = nova.endpoint_data()
         highest = _version_tuple(data.max_microversion)
-        if highest is None:
-            return None
-        return min(highest, WANTED_MICROVERSION)
+        if highest is not None:
+            return NovaVersion(highest)
+        try:
+            return NovaVersion(document_maximum(nova.get_json("/")))
+        except ServiceNotInCatalog:
+            raise
+        except LISTING_ERRORS as exc:
+            self.budget.remaining()
+            endpoint = nova.adapter.get_endpoint() or "the compute endpoint"
+            return NovaVersion(None, f"nova's version document ({endpoint.rstrip('/')}/) "
+                                     f"could not be read, so its microversion is unknown: {exc}")
 
     def _probe(self, nova: ServiceClient, microversion: str | None) -> None:
         nova.get_json(nova.versioned("v2.1", "servers/detail"),
@@ -132,17 +207,19 @@ class _Run:
     def observe(self) -> Observation:
         session = self._authenticate()
         nova = self._client(session, "compute")
+        entry = self.settings.os_cloud
         try:
             version = self._negotiate(nova)
-            microversion = f"{version[0]}.{version[1]}" if version else None
-            self._probe(nova, microversion)
+            self._probe(nova, version.header)
+        except ServiceNotInCatalog as exc:
+            self.budget.remaining()
+            raise RunAborted(f'the clouds.yaml entry "{entry}": {exc}') from None
         except LISTING_ERRORS as exc:
             self.budget.remaining()
             raise RunAborted(
-                f'the clouds.yaml entry "{self.settings.os_cloud}" cannot observe the '
-                f"whole cloud: {exc}"
+                f'the clouds.yaml entry "{entry}" cannot observe the whole cloud: {exc}'
             ) from None
-        self._enumerate("instance", lambda: self._instances(nova, version, microversion))
+        self._enumerate("instance", lambda: self._instances(nova, version))
         cinder = self._client(session, "block-storage")
         self._enumerate("volume", lambda: self._volumes(cinder))
         network = self._client(session, "network")
@@ -179,11 +256,21 @@ class _Run:
                 catalogue[str(flavor.get("id"))] = size
         return catalogue
 
-    def _instances(self, nova: ServiceClient, version: tuple[int, int] | None,
-                   microversion: str | None) -> bool:
-        complete = True
+    def _instances(self, nova: ServiceClient, version: NovaVersion) -> bool:
+        """List the servers (and the deleted ones); True when an absent server proves
+        its deletion: the listing ran to its end at 2.69 or above."""
+        microversion = version.header
+        complete = version.lists_down_cells
+        if version.unreadable is not None:
+            self.observation.errors.append(f"enumerating instance: {version.unreadable}")
+        elif not complete:
+            LOG.warning("cloud %s: nova answers microversion %s at most, below 2.69: servers "
+                        "of an unreachable cell are left out of its listing, so no instance "
+                        "is deleted for being absent (deletes come from nova's deleted "
+                        "listing alone)", self.cloud, microversion or "2.1 (none)")
         flavors: dict[str, Any] | None = None
-        if version is None or version < EMBEDDED_FLAVOR:
+        chosen = version.chosen
+        if chosen is None or chosen < EMBEDDED_FLAVOR:
             try:
                 flavors = self._flavors(nova, microversion)
             except LISTING_ERRORS as exc:
@@ -236,10 +323,12 @@ class _Run:
 
     def _volume_types(self, cinder: ServiceClient) -> dict[str, str]:
         try:
-            body = cinder.get_json(cinder.versioned("v3", "types"), params={"is_public": "None"})
+            # cinder caps this listing at osapi_max_limit too, linking the capped page.
             entries = [
                 SizeNameEntry("volume_type", str(item["id"]), str(item["name"]))
-                for item in body["volume_types"]
+                for item in paginate(cinder, cinder.versioned("v3", "types"),
+                                     {"is_public": "None"}, "volume_types",
+                                     "volume_type_links")
             ]
         except LISTING_ERRORS as exc:
             self.budget.remaining()
@@ -267,7 +356,7 @@ class _Run:
 
     def _floating_ips(self, network: ServiceClient) -> bool:
         for item in paginate(network, network.versioned("v2.0", "floatingips"), {},
-                             "floatingips", "floatingips_links", stop_on_short_page=True):
+                             "floatingips", "floatingips_links"):
             self.observation.resources.append(resources.floating_ip(item))
         return True
 

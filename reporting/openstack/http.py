@@ -2,8 +2,9 @@
 
 Every request runs inside the run's budget: its timeout is what is left of it, and
 a request the budget does not cover is not sent.  Each service paginates its own
-way (nova and cinder link every full page, neutron returns everything without a
-``limit``, octavia's links drop filters, glance's ``next`` is a relative path); we
+way (nova and cinder link every full page, neutron a full last page too and
+everything without a ``limit``, octavia's links drop filters, glance's ``next`` is a
+relative path; each caps the ``limit`` asked for and links the capped page); we
 only ever take the ``marker`` out of a next link and rebuild the request on our own
 endpoint, so a link's host, a dropped filter (octavia) or a relative ``/v2`` path
 (glance) cannot mislead us.
@@ -19,9 +20,11 @@ from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import session as ks_session
 from openstack.config import cloud_region
 
+from reporting.openstack.errors import ServiceNotInCatalog, from_http_error
 from reporting.sync.observation import RunAborted
 
 PAGE_SIZE = 1000
@@ -48,23 +51,50 @@ class Budget:
 
 
 class ServiceClient:
-    """One keystoneauth Adapter plus the run's budget."""
+    """One keystoneauth Adapter plus the run's budget.
 
-    def __init__(self, adapter: ks_adapter.Adapter, budget: Budget) -> None:
+    Its errors say what the service said (``errors.ServiceAnswered``) or that the
+    catalog has no such service (``errors.ServiceNotInCatalog``)."""
+
+    def __init__(self, adapter: ks_adapter.Adapter, budget: Budget,
+                 service_type: str | None = None) -> None:
         self.adapter = adapter
         self.budget = budget
+        self.service_type = service_type or adapter.service_type or "service"
+
+    def not_in_catalog(self) -> ServiceNotInCatalog:
+        return ServiceNotInCatalog(self.service_type, self.adapter.interface,
+                                   self.adapter.region_name)
+
+    def endpoint_data(self) -> Any:
+        """keystoneauth's EndpointData of the service (its version discovery)."""
+        try:
+            data = self.adapter.get_endpoint_data()
+        except ks_exceptions.EndpointNotFound:
+            raise self.not_in_catalog() from None
+        if data is None:
+            raise self.not_in_catalog()
+        return data
 
     def get_json(self, path: str, params: dict[str, Any] | None = None,
                  microversion: str | None = None) -> Any:
-        response = self.adapter.get(
-            path, params=params, microversion=microversion,
-            timeout=self.budget.remaining(), raise_exc=True,
-        )
+        try:
+            response = self.adapter.get(
+                path, params=params, microversion=microversion,
+                timeout=self.budget.remaining(), raise_exc=True,
+            )
+        except ks_exceptions.EndpointNotFound:
+            raise self.not_in_catalog() from None
+        except ks_exceptions.HttpError as exc:
+            raise from_http_error(exc, self.service_type, path) from None
         return response.json()
 
     def versioned(self, prefix: str, path: str) -> str:
         """``path`` under ``prefix`` unless the catalog endpoint already names a version."""
-        endpoint = self.adapter.get_endpoint() or ""
+        try:
+            endpoint = self.adapter.get_endpoint() or ""
+        except ks_exceptions.EndpointNotFound:
+            raise self.not_in_catalog() from None
         if _VERSIONED.search(urlsplit(endpoint).path):
             return path
         return f"{prefix}/{path}"
@@ -139,7 +169,7 @@ def make_client(
         endpoint_override=region.get_endpoint(service_type),
         **retry_options(region, service_type),
     )
-    return ServiceClient(adapter, budget)
+    return ServiceClient(adapter, budget, service_type)
 
 
 def marker_of(link: str | None) -> str | None:
@@ -170,14 +200,18 @@ def paginate(
     links_key: str | None,
     *,
     microversion: str | None = None,
-    stop_on_short_page: bool = False,
     marker_from: Callable[[dict[str, Any]], str] = lambda item: str(item["id"]),
 ) -> Iterator[dict[str, Any]]:
     """Every item of a marker-paginated listing.
 
-    Stops when a page has no next link, is empty, or (neutron, which links a full
-    last page) is shorter than the limit.  A next link without a marker falls back
-    to the last item's id; a marker that does not move ends the listing.
+    A page that carries a next link is never the last, however short: a service
+    caps the ``limit`` asked for at its own maximum (nova ``max_limit``, cinder
+    ``osapi_max_limit``, glance ``api_limit_max``, neutron and octavia
+    ``pagination_max_limit``) and links the capped page.  The listing ends on a page
+    without a next link; neutron also links a full last page, and the page after it
+    is empty and unlinked.  A next link without a marker falls back to the last
+    item's id; a marker that does not move, or a link on an empty page that names
+    none, is an unreadable listing (ValueError), never its end.
     """
     query = {**params, "limit": PAGE_SIZE}
     seen_markers: set[str] = set()
@@ -188,9 +222,12 @@ def paginate(
         items = body[items_key]
         yield from items
         link = next_link(body, links_key)
-        if not items or link is None or (stop_on_short_page and len(items) < PAGE_SIZE):
+        if link is None:
             return
-        marker = marker_of(link) or marker_from(items[-1])
+        marker = marker_of(link) or (marker_from(items[-1]) if items else None)
+        if marker is None:
+            raise ValueError(f"the {items_key} listing linked an empty page to a next "
+                             "page without a marker")
         if marker in seen_markers:
             raise ValueError(f"the {items_key} listing repeated the marker {marker}")
         seen_markers.add(marker)

@@ -66,7 +66,8 @@ def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: Cloud
           strict=bool(conf.ingest.require_size_schema))
     if not stats["errors"]:
         seen = [(o.resource_type, o.resource_id) for o in observation.resources]
-        store.record_sightings(factory, entry.name, seen, at, bound)
+        store.record_sightings(factory, entry.name, seen, at, bound,
+                               exhaustive=observation.enumerated_types)
 
 
 def _plan(factory: sessionmaker[Session], ctx: RunContext, observation: Observation,

@@ -153,14 +153,22 @@ def _close(session: Session, cloud: str, keys: Sequence[tuple[str, str]],
 
 def record_sightings(factory: sessionmaker[Session], cloud: str,
                      listed: Iterable[tuple[str, str]], at: dt.datetime,
-                     bound: dt.datetime | None) -> None:
+                     bound: dt.datetime | None,
+                     exhaustive: Iterable[str] | None = None) -> None:
     """A completed run at ``at`` listed ``listed`` alive; ``bound`` is the newest
-    started_at of the cloud's completed runs before it."""
+    started_at of the cloud's completed runs before it.  Only types in
+    ``exhaustive`` (every type when None) close the sightings of what they did not
+    list: a type whose listing can leave a live resource out (nova below 2.69 and
+    its unreachable cells) proves nothing by leaving one out."""
     listed = set(listed)
+    closing = None if exhaustive is None else set(exhaustive)
     with factory.begin() as session:
         opened = _open_keys(session, cloud)
         _open(session, cloud, sorted(listed - opened), at)
-        _close(session, cloud, sorted(opened - listed), bound)
+        unlisted = opened - listed
+        if closing is not None:
+            unlisted = {key for key in unlisted if key[0] in closing}
+        _close(session, cloud, sorted(unlisted), bound)
         session.execute(sa.delete(SyncSighting).where(
             SyncSighting.cloud == cloud, SyncSighting.seen_until < at - SIGHTING_RETENTION))
 

@@ -14,7 +14,6 @@ from simcloud.model import VOLUME_TYPES, Resource, to_datetime
 bp = Blueprint("cinder", __name__, url_prefix="/volume")
 MIN_VERSION = (3, 0)
 MAX_VERSION = (3, 71)
-MAX_LIMIT = 1000
 # Filters cinder answers that this simulation does not: refused, never ignored.
 UNSIMULATED = frozenset({"name", "status", "metadata", "bootable", "migration_status",
                          "availability_zone", "group_id", "sort", "sort_key", "sort_dir",
@@ -99,7 +98,9 @@ def volumes_detail(project_id: str | None = None) -> Response:
     limit = common.int_param("limit", args.get("limit"), _bad)
     if isinstance(limit, Response):
         return limit
-    page_size = min(limit if limit is not None else MAX_LIMIT, MAX_LIMIT)
+    max_limit = common.world().config.page_cap("block-storage")  # osapi_max_limit
+    assert max_limit is not None
+    page_size = min(limit if limit is not None else max_limit, max_limit)
     w = common.world()
     now = w.now
 
@@ -193,7 +194,24 @@ def types(project_id: str | None = None) -> Response:
     if not tok.is_admin:
         wanted = True
     listed = [t for t in VOLUME_TYPES if wanted is None or t.is_public == wanted]
-    return common.json_response({"volume_types": [
+    limit = common.int_param("limit", request.args.get("limit"), _bad)
+    if isinstance(limit, Response):
+        return limit
+    max_limit = common.world().config.page_cap("block-storage")  # osapi_max_limit
+    assert max_limit is not None
+    page_size = min(limit if limit is not None else max_limit, max_limit)
+    marker = request.args.get("marker")
+    if marker is not None:
+        ids = [t.id for t in listed]
+        if marker not in ids:
+            return _bad(f"marker [{marker}] not found", 404)
+        listed = listed[ids.index(marker) + 1:]
+    page = listed[:page_size]
+    body: dict[str, Any] = {"volume_types": [
         {"id": t.id, "name": t.name, "description": t.description, "is_public": t.is_public,
          "os-volume-type-access:is_public": t.is_public, "extra_specs": {},
-         "qos_specs_id": None} for t in listed]})
+         "qos_specs_id": None} for t in page]}
+    if page and len(page) == page_size:  # cinder's views/types.py: volume_type_links
+        body["volume_type_links"] = [{"rel": "next", "href": common.page_link(
+            request.path, dict(request.args.items()), page[-1].id)}]
+    return common.json_response(body)

@@ -13,7 +13,6 @@ from simcloud.model import Resource, to_datetime
 
 bp = Blueprint("glance", __name__, url_prefix="/image")
 DEFAULT_LIMIT = 25
-MAX_LIMIT = 1000
 UNSIMULATED = frozenset({"sort", "sort_key", "sort_dir", "name", "status", "tag",
                          "protected", "size_min", "size_max", "container_format",
                          "disk_format", "created_at", "updated_at", "id"})
@@ -68,7 +67,9 @@ def images() -> Response:
     limit = common.int_param("limit", args.get("limit"), _bad)
     if isinstance(limit, Response):
         return limit
-    page_size = min(limit if limit is not None else DEFAULT_LIMIT, MAX_LIMIT)
+    max_limit = common.world().config.page_cap("image")  # api_limit_max
+    assert max_limit is not None
+    page_size = min(limit if limit is not None else DEFAULT_LIMIT, max_limit)
     w = common.world()
     now = w.now
     admin = tok.is_admin
@@ -91,9 +92,9 @@ def images() -> Response:
     body: dict[str, Any] = {"images": [_image_view(r, now) for r in items],
                             "schema": "/v2/schemas/images", "first": "/v2/images"}
     if items and len(items) == page_size:
+        # glance keeps the query as asked (the limit too, even when it capped it)
         params = dict(args.items())
         params["marker"] = items[-1].id
-        params["limit"] = str(page_size)
         body["next"] = "/v2/images?" + urlencode(params)
     return common.json_response(body)
 

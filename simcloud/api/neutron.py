@@ -62,13 +62,18 @@ def floatingips() -> Response:
     limit = common.int_param("limit", args.get("limit"), _bad)
     if isinstance(limit, Response):
         return limit
+    # neutron's get_limit_and_marker: pagination_max_limit (none by default) caps the
+    # limit asked for, and pages a request that asked for none.
+    max_limit = common.world().config.page_cap("network", None)
+    if max_limit is not None:
+        limit = min(max_limit, limit or max_limit) or max_limit
     w = common.world()
     now = w.now
 
     def visible(res: Resource) -> bool:
         return res.exists_at(now) and (scope is None or res.phase_at(now).project == scope)
 
-    # Without a limit neutron answers everything, with no links (pagination_max_limit -1).
+    # Without a limit neutron answers everything, with no links.
     page = w.indexes[model.FLOATING_IP].page(visible, args.get("marker"),
                                              limit if limit else len(w.resources) + 1)
     if page is None:
@@ -77,12 +82,16 @@ def floatingips() -> Response:
     body: dict[str, Any] = {"floatingips": [floating_ip_view(r, r.phase_at(now), now)
                                             for r in items]}
     if limit:
+        # neutron's get_pagination_links: next on a page as long as the limit (a full
+        # last page too: the page after it is empty), previous on every forward page.
         links = []
         base = f"{common.base_url()}{request.path}"
         params = {k: v for k, v in args.items() if k not in ("marker", "page_reverse")}
-        if len(items) == limit:
+        if len(items) >= limit:
             links.append({"rel": "next", "href": f"{base}?{urlencode(dict(params, marker=items[-1].id))}"})
+        previous = dict(params, page_reverse="True")
         if items:
-            links.append({"rel": "previous", "href": f"{base}?{urlencode(dict(params, marker=items[0].id, page_reverse='True'))}"})
+            previous["marker"] = items[0].id
+        links.append({"rel": "previous", "href": f"{base}?{urlencode(previous)}"})
         body["floatingips_links"] = links
     return common.json_response(body)

@@ -13,8 +13,6 @@ from simcloud.model import FLAVORS, Resource
 
 bp = Blueprint("nova", __name__, url_prefix="/compute")
 MIN_VERSION = (2, 1)
-MAX_VERSION = (2, 100)
-MAX_LIMIT = 1000
 
 # Query parameters nova's servers schema knows (2.75+ refuses any other) ...
 NOVA_SERVER_PARAMS = frozenset({
@@ -48,6 +46,11 @@ def guard() -> Response | None:
     if denied is not None:
         return denied
     if _is_version_document():
+        unreadable = common.world().faults.nova_version_document
+        if unreadable == 401 and request.path.rstrip("/") != "/compute":
+            return common.unauthorized()
+        if unreadable == 503:
+            return common.service_unavailable()
         return None
     header = request.headers.get("OpenStack-API-Version")
     requested: str | None = None
@@ -57,12 +60,23 @@ def guard() -> Response | None:
             requested = parts[1]
     if requested is None:
         requested = request.headers.get("X-OpenStack-Nova-API-Version")
+    highest = _max_version()
     return common.negotiate_microversion(
-        requested, MIN_VERSION, MAX_VERSION,
+        requested, MIN_VERSION, highest,
         malformed="API Version String {v} is of invalid format. Must be of "
         "format MajorNum.MinorNum.",
         unsupported="Version {v} is not supported by the API. Minimum is 2.1 and "
-        "maximum is 2.100.")
+        f"maximum is {highest[0]}.{highest[1]}.")
+
+
+def _max_version() -> tuple[int, int]:
+    return common.world().config.nova_max_version
+
+
+def _max_limit() -> int:
+    cap = common.world().config.page_cap("compute")
+    assert cap is not None
+    return cap
 
 
 @bp.after_request
@@ -77,7 +91,9 @@ def _echo_version(response: Response) -> Response:
 
 
 def _version_entry(base: str) -> dict[str, Any]:
-    return {"id": "v2.1", "status": "CURRENT", "version": "2.100", "min_version": "2.1",
+    highest = _max_version()
+    return {"id": "v2.1", "status": "CURRENT", "version": f"{highest[0]}.{highest[1]}",
+            "min_version": "2.1",
             "updated": "2013-07-23T11:33:21Z",
             "links": [{"href": f"{base}/compute/v2.1/", "rel": "self"},
                       {"href": "http://docs.openstack.org/", "rel": "describedby",
@@ -149,7 +165,7 @@ def servers_detail(project_id: str | None = None) -> Response:
     limit = common.int_param("limit", args.get("limit"), _bad)
     if isinstance(limit, Response):
         return limit
-    page_size = min(limit if limit is not None else MAX_LIMIT, MAX_LIMIT)
+    page_size = min(limit if limit is not None else _max_limit(), _max_limit())
     project_filter = args.get("project_id") or args.get("tenant_id")
     scope = None if all_tenants and tok.is_admin else tok.project_id
     if project_filter and tok.is_admin and (all_tenants or "all_tenants" not in args):
@@ -228,7 +244,7 @@ def flavors_detail(project_id: str | None = None) -> Response:
     limit = common.int_param("limit", request.args.get("limit"), _bad)
     if isinstance(limit, Response):
         return limit
-    page_size = min(limit if limit is not None else MAX_LIMIT, MAX_LIMIT)
+    page_size = min(limit if limit is not None else _max_limit(), _max_limit())
     marker = request.args.get("marker")
     if marker is not None:
         ids = [f.id for f in flavors]

@@ -12,7 +12,6 @@ from simcloud.api import common
 from simcloud.model import Resource, to_datetime
 
 bp = Blueprint("octavia", __name__, url_prefix="/load-balancer")
-MAX_LIMIT = 1000
 UNSIMULATED = frozenset({"sort", "sort_key", "sort_dir", "name", "provisioning_status",
                          "operating_status", "vip_address", "fields", "tags"})
 
@@ -55,7 +54,9 @@ def loadbalancers() -> Response:
     limit = common.int_param("limit", args.get("limit"), _bad)
     if isinstance(limit, Response):
         return limit
-    page_size = min(limit if limit else MAX_LIMIT, MAX_LIMIT)
+    max_limit = common.world().config.page_cap("load-balancer")  # pagination_max_limit
+    assert max_limit is not None
+    page_size = min(limit if limit else max_limit, max_limit)
     w = common.world()
     now = w.now
 

@@ -45,6 +45,17 @@ def test_sightings_open_close_reopen_and_age_out(factory):
     assert store.last_seen(factory, "other", keys, later) == {}
 
 
+def test_a_type_not_listed_completely_closes_no_sighting(factory):
+    # Instances below nova 2.69: a server left out may sit in an unreachable cell.
+    keys = [("instance", "i1"), ("instance", "i2"), ("volume", "v1")]
+    earlier = T - dt.timedelta(minutes=10)
+    store.record_sightings(factory, "sim", keys, earlier, None)
+    store.record_sightings(factory, "sim", [("instance", "i1")], T, earlier,
+                           exhaustive={"volume"})
+    assert store.last_seen(factory, "sim", keys, T) == {
+        ("instance", "i1"): T, ("instance", "i2"): T, ("volume", "v1"): earlier}
+
+
 def test_held_deleted_names_rows_the_projection_ended(factory):
     keys = [("volume", "v1"), ("volume", "v2")]
     create = collector_create("volume", "v2", T - dt.timedelta(days=1),

@@ -85,7 +85,7 @@ def test_fault_switches_in_python_and_over_http() -> None:
         assert requests.post(f"{sim.base_url}/identity/v3/auth/tokens", json=body,
                              timeout=10).status_code == 503
         assert requests.delete(f"{sim.base_url}/_sim/faults", timeout=10).json() == {
-            "services": {}, "down_cell_fraction": 0.0}
+            "services": {}, "down_cell_fraction": 0.0, "nova_version_document": None}
 
 
 def test_down_cell_servers() -> None:

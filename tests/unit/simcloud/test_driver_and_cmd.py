@@ -80,11 +80,33 @@ def test_drive_command_exit_code(tmp_path, capsys: pytest.CaptureFixture[str]) -
     ["serve", "--bind", "localhost"],
     ["serve", "--start", "2026-11-01"],
     ["serve", "--scale", "ten"],
+    ["serve", "--page-cap", "network"],
+    ["serve", "--page-cap", "network=0"],
 ])
 def test_serve_refuses_bad_options(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         cmd.main(argv)
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["serve", "--page-cap", "swift=10"], "page_caps: unknown APIs ['swift']"),
+    (["serve", "--nova-max-microversion", "2.101"], "within 2.1-2.100"),
+])
+def test_serve_refuses_a_world_it_cannot_build(argv: list[str], message: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert cmd.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_serve_page_caps_and_nova_microversion_reach_the_world() -> None:
+    args = cmd.build_parser().parse_args(
+        ["serve", "--page-cap", "network=500", "--page-cap", "compute=200",
+         "--nova-max-microversion", "2.38"])
+    config = cmd.world_config(args)
+    assert config.page_caps == {"network": 500, "compute": 200}
+    assert config.page_cap("network") == 500 and config.page_cap("image") == 1000
+    assert config.nova_max_version == (2, 38)
 
 
 def test_clouds_yaml_entries(tmp_path) -> None:

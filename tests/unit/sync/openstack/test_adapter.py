@@ -206,6 +206,21 @@ def test_private_volume_types_are_asked_for(fake_cloud: FakeCloud, clouds_env):
     assert fake_cloud.requested(f"{CINDER}/types")[0].qs["is_public"] == ["none"]
 
 
+def test_capped_volume_type_listing_is_followed(fake_cloud: FakeCloud, clouds_env):
+    types = api("cinder_v3_volume-types-list-response.json")["volume_types"]
+    assert len(types) >= 2
+
+    def answer(request, context):
+        if "marker" in request.qs:
+            return {"volume_types": types[1:]}
+        return {"volume_types": types[:1], "volume_type_links": [
+            {"rel": "next", "href": f"{CINDER}/types?marker={types[0]['id']}"}]}
+
+    fake_cloud.mock.get(f"{CINDER}/types", json=answer)
+    observation = observe(clouds_env)
+    assert {e.size_id for e in observation.size_names} == {str(t["id"]) for t in types}
+
+
 def test_down_cell_servers_are_never_read_as_absent(fake_cloud: FakeCloud, clouds_env):
     servers = api("nova_v2.47_servers-details-resp.json")["servers"]
     down = {"id": "aaaaaaaa-0000-0000-0000-000000000001", "status": "UNKNOWN",
@@ -252,12 +267,45 @@ def test_glance_relative_next_link_is_followed_by_marker(fake_cloud: FakeCloud, 
     assert set(by_type(observation, "image")) == {i["id"] for i in images}
 
 
-def test_neutron_stops_on_a_short_page(fake_cloud: FakeCloud, clouds_env):
-    body = api("neutron_floating-ips-list-response.json")
-    body["floatingips_links"] = [{"rel": "next", "href": "http://elsewhere/?marker=x"}]
-    fake_cloud.mock.get(f"{NEUTRON}/v2.0/floatingips", json=body)
-    observe(clouds_env)
-    assert len(fake_cloud.requested("/floatingips")) == 1
+def test_neutron_capped_page_with_a_next_link_is_not_the_last(fake_cloud: FakeCloud,
+                                                               clouds_env):
+    # pagination_max_limit = 2: two of three addresses, linked; then the third.
+    ips = api("neutron_floating-ips-list-response.json")["floatingips"]
+    assert len(ips) == 3
+
+    def answer(request, context):
+        start = 0 if "marker" not in request.qs else 2
+        page = ips[start:start + 2]
+        links = [{"rel": "previous", "href": "http://neutron.test/v2.0/floatingips?page_reverse=True"}]
+        if len(page) == 2:
+            links.insert(0, {"rel": "next", "href": "http://elsewhere/v2.0/floatingips?"
+                             f"limit=1000&marker={page[-1]['id']}"})
+        return {"floatingips": page, "floatingips_links": links}
+
+    fake_cloud.mock.get(f"{NEUTRON}/v2.0/floatingips", json=answer)
+    observation = observe(clouds_env)
+    assert set(by_type(observation, "floating_ip")) == {ip["id"] for ip in ips}
+    assert "floating_ip" in observation.enumerated_types
+    second = fake_cloud.requested("/floatingips")[1]
+    assert second.url.startswith(NEUTRON) and second.qs["marker"] == [ips[1]["id"]]
+
+
+def test_neutron_full_last_page_is_followed_to_its_empty_page(fake_cloud: FakeCloud,
+                                                              clouds_env):
+    ips = api("neutron_floating-ips-list-response.json")["floatingips"]
+
+    def answer(request, context):
+        if "marker" in request.qs:  # neutron: empty, a previous link only
+            return {"floatingips": [], "floatingips_links": [
+                {"rel": "previous", "href": "http://neutron.test/v2.0/floatingips?page_reverse=True"}]}
+        return {"floatingips": ips, "floatingips_links": [
+            {"rel": "next", "href": f"http://neutron.test/v2.0/floatingips?marker={ips[-1]['id']}"}]}
+
+    fake_cloud.mock.get(f"{NEUTRON}/v2.0/floatingips", json=answer)
+    observation = observe(clouds_env)
+    assert len(fake_cloud.requested("/floatingips")) == 2
+    assert len(by_type(observation, "floating_ip")) == 3
+    assert "floating_ip" in observation.enumerated_types
 
 
 def test_nova_full_page_link_is_followed_with_our_own_endpoint(fake_cloud, clouds_env):
