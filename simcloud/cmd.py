@@ -96,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="fraction of images created with os_hidden=true")
     serve.add_argument("--ownerless-images", type=_probability, default=0.0,
                        help="fraction of images created without an owner")
+    serve.add_argument("--without-service", action="append", default=[], metavar="TYPE",
+                       dest="without_services",
+                       help="a service the cloud does not run (catalog type, e.g. "
+                       "block-storage; repeatable): left out of the catalog, its URLs 404")
     serve.add_argument("--debug", action="store_true")
 
     drive = sub.add_parser("drive", help="step a served world's clock, syncing after each step")
@@ -184,7 +188,8 @@ def world_config(args: argparse.Namespace) -> WorldConfig:
                        transport_url=args.transport_url,
                        exchanges={s: prefix + s for s in STOCK_EXCHANGES} if prefix else {},
                        hidden_image_fraction=args.hidden_images,
-                       ownerless_image_fraction=args.ownerless_images)
+                       ownerless_image_fraction=args.ownerless_images,
+                       absent_services=frozenset(args.without_services))
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -64,6 +64,10 @@ class WorldConfig:
     # credential with access rules is refused (401) by an API whose configured type is
     # empty or not in the catalog: kolla renders "volume" for cinder, for instance.
     authtoken_service_types: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Services the cloud does not run (catalog types of API_SERVICE_TYPES, but never
+    # compute): left out of keystone's catalog, their URLs answer 404.  The world still
+    # generates its resources of every type; only the API is missing.
+    absent_services: frozenset[str] = frozenset()
     admin_password: str = "simcloud-admin"  # noqa: S105 - a simulated cloud's account
     member_password: str = "simcloud-member"  # noqa: S105
     service_password: str = "simcloud-service"  # noqa: S105
@@ -88,6 +92,10 @@ class WorldConfig:
         if unknown_apis:
             raise ConfigError(f"authtoken_service_types: unknown APIs {sorted(unknown_apis)}; "
                               f"one of {', '.join(API_SERVICE_TYPES)}")
+        absent = set(self.absent_services)
+        if absent - set(API_SERVICE_TYPES) or "compute" in absent:
+            raise ConfigError(f"absent_services: {sorted(absent)}; each one of "
+                              f"{', '.join(t for t in API_SERVICE_TYPES if t != 'compute')}")
         unknown = set(self.exchanges) - set(STOCK_EXCHANGES)
         if unknown:
             raise ConfigError(f"exchanges: unknown services {sorted(unknown)}; "

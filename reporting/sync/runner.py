@@ -121,5 +121,8 @@ class SyncService:
         for reason, count in stats["deferred"].items():
             if count:
                 metrics.SYNC_RESOURCES_DEFERRED.labels(cloud=cloud, reason=reason).inc(count)
+        window = stats.get("deletion_window")
+        if isinstance(window, dict) and window.get("clamped"):
+            metrics.SYNC_DELETION_WINDOWS_CLAMPED.labels(cloud=cloud).inc()
         if status == "completed":
             metrics.SYNC_LAST_COMPLETED.labels(cloud=cloud).set(time.time())
