@@ -24,7 +24,7 @@ import yaml
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from mapping.logs import command_line_logging
 from simcloud import driver
-from simcloud.config import STOCK_EXCHANGES, ConfigError, WorldConfig
+from simcloud.config import API_SERVICE_TYPES, STOCK_EXCHANGES, ConfigError, WorldConfig
 from simcloud.listening import ListenError, format_bind, listen
 
 LOG = logging.getLogger("simcloud")
@@ -163,13 +163,16 @@ def _drive(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def write_tally_clouds(path: str, cloud: str, base_url: str) -> Path:
+def write_tally_clouds(path: str, cloud: str, base_url: str,
+                       absent_services: frozenset[str] = frozenset()) -> Path:
     """Tally's clouds file for this simulated cloud (adapter entry sim-admin), naming
-    its clock so a sync told an instant the month has not reached is refused."""
+    its clock so a sync told an instant the month has not reached is refused, and
+    the services it runs."""
+    services = [s for s in API_SERVICE_TYPES if s not in absent_services]
     document = {"clouds": [{
         "name": cloud, "platform": "openstack", "adapter": "openstack", "clock": "simulated",
         "clock_url": base_url.rstrip("/") + "/_sim/clock",
-        "adapter_config": {"os_cloud": "sim-admin", "include_octavia": True}}]}
+        "adapter_config": {"os_cloud": "sim-admin", "services": services}}]}
     target = Path(path)
     target.write_text("# Tally's clouds file ([sync] clouds_file), written by tally-simcloud.\n"
                       "# clock: simulated - every sync of this cloud must be told its instant\n"
@@ -220,7 +223,8 @@ def _serve(args: argparse.Namespace) -> int:
         LOG.info("wrote OpenStack's clouds.yaml %s (entries sim-admin, sim-member, "
                  "sim-admin-readonly, sim-tally-service)", path)
     if args.write_tally_clouds:
-        path = write_tally_clouds(args.write_tally_clouds, args.cloud, server.base_url)
+        path = write_tally_clouds(args.write_tally_clouds, args.cloud, server.base_url,
+                                  config.absent_services)
         LOG.info("wrote Tally's clouds file %s (cloud %s, clock: simulated)", path, args.cloud)
     LOG.info("broker: %s; exchanges %s", _redact(args.transport_url) or "(none: nothing published)",
              ",".join(prefix + s for s in STOCK_EXCHANGES))
