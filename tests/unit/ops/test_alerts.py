@@ -23,6 +23,8 @@ REQUIRED_ALERTS = {
     "TallyCollectorBufferStale",
     # The collector's cloud is one the API's clouds file does not name.
     "TallyCollectorCloudUnknown",
+    # A run's deleted-servers window was clamped: instance deletes dated at the poll.
+    "TallySyncDeletionWindowClamped",
 }
 RUNBOOK_SECTIONS = ("## What it means", "## How to confirm", "## What to do")
 

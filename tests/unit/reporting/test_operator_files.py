@@ -118,7 +118,8 @@ def test_the_clouds_file_refuses_a_slash_as_ingest_does(
 
 def test_the_example_clouds_file_loads() -> None:
     clouds = load_clouds_file(str(ETC / "tally-clouds.yaml.example"))
-    assert set(clouds) == {"os-prod-eu1", "os-dev"}
+    assert set(clouds) == {"os-prod-eu1", "os-dev", "os-edge"}
+    assert [name for name, entry in clouds.items() if not entry.reconciled] == ["os-edge"]
     assert {entry.clock for entry in clouds.values()} == {"wall"}
 
 
