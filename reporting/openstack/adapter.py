@@ -146,17 +146,17 @@ class _Run:
         self._enumerate("instance", lambda: self._instances(nova, version, microversion))
         # A service the entry does not name is not run by the cloud: its type is not
         # observed, so never reconciled (adapter_config services).
-        runs = self.settings.services.__contains__
-        cinder = self._client(session, "block-storage") if runs("block-storage") else None
+        runs = self.settings.services
+        cinder = self._client(session, "block-storage") if "block-storage" in runs else None
         if cinder is not None:
             self._enumerate("volume", lambda: self._volumes(cinder))
-        if runs("network"):
+        if "network" in runs:
             network = self._client(session, "network")
             self._enumerate("floating_ip", lambda: self._floating_ips(network))
-        if runs("image"):
+        if "image" in runs:
             glance = self._client(session, "image")
             self._enumerate("image", lambda: self._images(glance))
-        if runs("load-balancer"):
+        if "load-balancer" in runs:
             octavia = self._client(session, "load-balancer")
             self._enumerate("loadbalancer", lambda: self._loadbalancers(octavia))
         if cinder is not None:
