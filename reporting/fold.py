@@ -8,7 +8,9 @@ whole history for a late event, just the new one for an event that sorts last).
 Rules:
 - a create makes the resource live (a create while live is an update that may
   carry a new size; the live period keeps its first instant);
-- a delete ends it (project may be empty on a delete and then keeps the old one);
+- a delete ends it and never changes the owner: its project (empty, or the project
+  of whoever sent it, e.g. an admin deleting another project's floating IP) is taken
+  only when nothing earlier names one;
 - an update changes what it carries: a non-empty project, a present state, a present
   size (which replaces the whole size); absent means "unchanged";
 - the lifecycle is the list of intervals ``[start, end)`` during which the resource
@@ -89,7 +91,9 @@ def apply(current: ResourceState | None, event: FoldEvent) -> ResourceState:
         project, state, size = event.project_id, None, None
         live, created_at, deleted_at = False, None, None
     else:
-        project = event.project_id or current.project_id
+        # A delete is sent from the deleting context (an admin's project), not the owner's.
+        project = current.project_id if kind == "delete" else (
+            event.project_id or current.project_id)
         state, size = current.state, current.size
         live, created_at, deleted_at = current.live, current.created_at, current.deleted_at
     if "state" in payload:

@@ -53,6 +53,13 @@ SYNC_RESOURCES_DEFERRED = Counter(
     "Corrections a run deferred, by cloud and reason (transition, recent).",
     ["cloud", "reason"],
 )
+SYNC_DELETION_WINDOWS_CLAMPED = Counter(
+    "tally_sync_deletion_windows_clamped",
+    "Runs whose deleted-servers window was clamped ([sync] deletion_window_max_days, or a "
+    "told instant behind the last completed run), by cloud: their instance deletes "
+    "before the window are dated at the poll.",
+    ["cloud"],
+)
 SYNC_LAST_COMPLETED = Gauge(
     "tally_sync_last_completed_timestamp",
     "Unix time (wall clock) the newest completed run of a cloud finished.",

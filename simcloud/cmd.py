@@ -25,7 +25,7 @@ import yaml
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from mapping.logs import command_line_logging
 from simcloud import driver
-from simcloud.config import STOCK_EXCHANGES, ConfigError, WorldConfig
+from simcloud.config import API_SERVICE_TYPES, STOCK_EXCHANGES, ConfigError, WorldConfig
 from simcloud.listening import ListenError, format_bind, listen
 
 LOG = logging.getLogger("simcloud")
@@ -115,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
                        metavar="X.Y",
                        help="nova's highest microversion (default 2.100; e.g. 2.38 for a "
                        "nova without embedded flavors or down-cell records)")
+    serve.add_argument("--without-service", action="append", default=[], metavar="TYPE",
+                       dest="without_services",
+                       help="a service the cloud does not run (catalog type, e.g. "
+                       "block-storage; repeatable): left out of the catalog, its URLs 404")
     serve.add_argument("--debug", action="store_true")
 
     drive = sub.add_parser("drive", help="step a served world's clock, syncing after each step")
@@ -178,13 +182,16 @@ def _drive(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def write_tally_clouds(path: str, cloud: str, base_url: str) -> Path:
+def write_tally_clouds(path: str, cloud: str, base_url: str,
+                       absent_services: frozenset[str] = frozenset()) -> Path:
     """Tally's clouds file for this simulated cloud (adapter entry sim-admin), naming
-    its clock so a sync told an instant the month has not reached is refused."""
+    its clock so a sync told an instant the month has not reached is refused, and
+    the services it runs."""
+    services = [s for s in API_SERVICE_TYPES if s not in absent_services]
     document = {"clouds": [{
         "name": cloud, "platform": "openstack", "adapter": "openstack", "clock": "simulated",
         "clock_url": base_url.rstrip("/") + "/_sim/clock",
-        "adapter_config": {"os_cloud": "sim-admin", "include_octavia": True}}]}
+        "adapter_config": {"os_cloud": "sim-admin", "services": services}}]}
     target = Path(path)
     target.write_text("# Tally's clouds file ([sync] clouds_file), written by tally-simcloud.\n"
                       "# clock: simulated - every sync of this cloud must be told its instant\n"
@@ -205,7 +212,8 @@ def world_config(args: argparse.Namespace) -> WorldConfig:
                        hidden_image_fraction=args.hidden_images,
                        ownerless_image_fraction=args.ownerless_images,
                        page_caps=dict(args.page_cap),
-                       nova_max_microversion=args.nova_max_microversion)
+                       nova_max_microversion=args.nova_max_microversion,
+                       absent_services=frozenset(args.without_services))
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -236,7 +244,8 @@ def _serve(args: argparse.Namespace) -> int:
         LOG.info("wrote OpenStack's clouds.yaml %s (entries sim-admin, sim-member, "
                  "sim-admin-readonly, sim-tally-service)", path)
     if args.write_tally_clouds:
-        path = write_tally_clouds(args.write_tally_clouds, args.cloud, server.base_url)
+        path = write_tally_clouds(args.write_tally_clouds, args.cloud, server.base_url,
+                                  config.absent_services)
         LOG.info("wrote Tally's clouds file %s (cloud %s, clock: simulated)", path, args.cloud)
     LOG.info("broker: %s; exchanges %s", _redact(args.transport_url) or "(none: nothing published)",
              ",".join(prefix + s for s in STOCK_EXCHANGES))

@@ -87,6 +87,10 @@ class WorldConfig:
     # The highest microversion nova's version document names and nova accepts
     # ("2.38": a nova before Pike, without embedded flavors or down-cell records).
     nova_max_microversion: str = "2.100"
+    # Services the cloud does not run (catalog types of API_SERVICE_TYPES, but never
+    # compute): left out of keystone's catalog, their URLs answer 404.  The world still
+    # generates its resources of every type; only the API is missing.
+    absent_services: frozenset[str] = frozenset()
     admin_password: str = "simcloud-admin"  # noqa: S105 - a simulated cloud's account
     member_password: str = "simcloud-member"  # noqa: S105
     service_password: str = "simcloud-service"  # noqa: S105
@@ -120,6 +124,10 @@ class WorldConfig:
                 raise ConfigError(f"page_caps: {service} must be a whole number >= 1, "
                                   f"got {cap!r}")
         parse_microversion(self.nova_max_microversion)
+        absent = set(self.absent_services)
+        if absent - set(API_SERVICE_TYPES) or "compute" in absent:
+            raise ConfigError(f"absent_services: {sorted(absent)}; each one of "
+                              f"{', '.join(t for t in API_SERVICE_TYPES if t != 'compute')}")
         unknown = set(self.exchanges) - set(STOCK_EXCHANGES)
         if unknown:
             raise ConfigError(f"exchanges: unknown services {sorted(unknown)}; "

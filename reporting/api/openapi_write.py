@@ -157,7 +157,9 @@ _SYNC_RUN = {
         "stats": {
             "type": "object",
             "description": "created, updated, deleted, deferred (by reason), errors, "
-            "error_count, enumerated_types.",
+            "error_count, enumerated_types, deletion_window ({since, clamped, "
+            "deleted_at_poll}: the instance deletes dated at the poll because the "
+            "window was clamped).",
         },
     },
 }
@@ -300,7 +302,10 @@ def sync_paths() -> dict[str, Any]:
                                  "The run recorded errors; read them from /v1/sync-runs."),
                 "503": error("A simulated cloud's clock (clock_url) did not answer "
                              "(clock_unavailable); no run was booked."),
-                **errors(400, 401, 403, 404, 409),
+                "409": error("Another run of the cloud holds its lease (conflict), or the "
+                             "cloud is collected but not reconciled: its clouds-file entry "
+                             "has no os_cloud (not_reconciled); no run was booked."),
+                **errors(400, 401, 403, 404),
             },
         }},
         "/v1/sync-runs": {"get": {

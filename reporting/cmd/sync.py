@@ -52,7 +52,8 @@ def _token(conf: cfg.ConfigOpts) -> str | None:
         raise ConfigError(f"[sync] token_file {exc}") from None
 
 
-def _clouds(conf: cfg.ConfigOpts, at: str | None) -> list[str]:
+def _clouds(conf: cfg.ConfigOpts, at: str | None) -> tuple[list[str], list[str]]:
+    """(the clouds to sync, the clouds skipped: collected but not reconciled)."""
     from reporting.sync.clouds import CloudsFileError, load_clouds_file
 
     try:
@@ -63,9 +64,11 @@ def _clouds(conf: cfg.ConfigOpts, at: str | None) -> list[str]:
             entries = {}  # the API checks the names; this host may lack the file
         else:
             raise ConfigError(str(exc)) from None
-    clouds = list(conf.cloud) or list(entries)
-    if not clouds:
+    named = list(conf.cloud) or list(entries)
+    if not named:
         raise ConfigError("no cloud to sync: name one or set [sync] clouds_file")
+    skipped = [name for name in named if name in entries and not entries[name].reconciled]
+    clouds = [name for name in named if name not in skipped]
     simulated = [name for name in clouds if name in entries and entries[name].clock == "simulated"]
     if simulated and at is None:
         raise ConfigError(
@@ -74,7 +77,7 @@ def _clouds(conf: cfg.ConfigOpts, at: str | None) -> list[str]:
             "GET /_sim/clock")
     if at is not None:
         _check_told_instant([entries[name] for name in clouds if name in entries], at)
-    return clouds
+    return clouds, skipped
 
 
 def _check_told_instant(entries: list[CloudEntry], at: str) -> None:
@@ -147,8 +150,11 @@ def run(conf: cfg.ConfigOpts) -> int:
     if token:
         headers["Authorization"] = f"Bearer {token}"
     timeout = float(conf.sync.budget_s) + RESPONSE_MARGIN_S
-    clouds = _clouds(conf, at)
+    clouds, skipped = _clouds(conf, at)
     print(f"Reporting API: {redact_url(base_url)}" + (f"; told instant {at}" if at else ""))
+    for cloud in skipped:
+        print(f"{cloud}: skipped: collected but not reconciled (its clouds-file entry "
+              "names no os_cloud)")
     failed = 0
     for cloud in clouds:
         url = f"{base_url}/internal/sync/{quote(cloud, safe='')}"

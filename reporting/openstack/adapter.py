@@ -2,8 +2,9 @@
 
 Order of a run: resolve the clouds.yaml entry, authenticate, negotiate nova's
 microversion, probe that the account sees every project (one server across all
-tenants), then the listings (instances with the deleted servers, volumes, floating
-IPs, images, load balancers with ``include_octavia``), then cinder's volume types.
+tenants), then the listings of the services the entry names (instances with the
+deleted servers, volumes, floating IPs, images, load balancers: ``services``), then
+cinder's volume types.
 A failure a single type can carry costs that type its completeness; anything else
 aborts the run before a type is observed (``RunAborted``).
 
@@ -220,17 +221,23 @@ class _Run:
                 f'the clouds.yaml entry "{entry}" cannot observe the whole cloud: {exc}'
             ) from None
         self._enumerate("instance", lambda: self._instances(nova, version))
-        cinder = self._client(session, "block-storage")
-        self._enumerate("volume", lambda: self._volumes(cinder))
-        network = self._client(session, "network")
-        self._enumerate("floating_ip", lambda: self._floating_ips(network))
-        glance = self._client(session, "image")
-        self._enumerate("image", lambda: self._images(glance))
-        if self.settings.include_octavia:
+        # A service the entry does not name is not run by the cloud: its type is not
+        # observed, so never reconciled (adapter_config services).
+        runs = self.settings.services
+        cinder = self._client(session, "block-storage") if "block-storage" in runs else None
+        if cinder is not None:
+            self._enumerate("volume", lambda: self._volumes(cinder))
+        if "network" in runs:
+            network = self._client(session, "network")
+            self._enumerate("floating_ip", lambda: self._floating_ips(network))
+        if "image" in runs:
+            glance = self._client(session, "image")
+            self._enumerate("image", lambda: self._images(glance))
+        if "load-balancer" in runs:
             octavia = self._client(session, "load-balancer")
             self._enumerate("loadbalancer", lambda: self._loadbalancers(octavia))
-        type_names = self._volume_types(cinder)
-        self._rename_volume_types(type_names)
+        if cinder is not None:
+            self._rename_volume_types(self._volume_types(cinder))
         return self.observation
 
     def _enumerate(self, resource_type: str, listing: Callable[[], bool]) -> None:

@@ -1,9 +1,13 @@
 """The clouds.yaml entry a run authenticates with, through openstacksdk's loader.
 
-Search: ``OS_CLIENT_CONFIG_FILE`` when set, and then that file only; otherwise the
-loader's own order (working directory, the user's config directory, the site
-directories, ``/etc/openstack``), first file found wins.  A ``secure.yaml`` beside
-the file found (or ``OS_CLIENT_SECURE_FILE``) is merged over it.  The stock loader
+Search: ``OS_CLIENT_CONFIG_FILE`` when set, and then that file only; otherwise
+``clouds.yaml`` in the working directory, the user's config directory
+(``$XDG_CONFIG_HOME/openstack``, else ``~/.config/openstack``) and ``/etc/openstack``,
+in that order, first file found wins.  Not openstacksdk's own list: it also takes
+``clouds.yml``/``clouds.json`` and the site directory ``/etc/xdg/openstack``, which
+would outrank the ``/etc/openstack`` a deployment mounts.  A ``secure.yaml`` beside
+the file found (or ``OS_CLIENT_SECURE_FILE``) is merged over it.  ``OS_CLOUD`` has
+no effect: the adapter's ``os_cloud`` names the entry.  The stock loader
 ignores ``OS_REGION_NAME``/``OS_INTERFACE`` for a named cloud; here they override
 the entry's ``region_name``/``interface``, for every cloud the process syncs.
 
@@ -26,16 +30,26 @@ from reporting.sync.observation import RunAborted
 
 LOG = logging.getLogger(__name__)
 
-_NAMES = ("clouds.yaml", "clouds.yml", "clouds.json")
-_SECURE_NAMES = ("secure.yaml", "secure.yml", "secure.json")
+FILE_NAME = "clouds.yaml"
+SECURE_NAME = "secure.yaml"
+SYSTEM_DIR = "/etc/openstack"
 
 
-def candidate_files(environ: Mapping[str, str]) -> list[str]:
-    """The clouds.yaml locations searched, in order."""
+def _user_config_dir(environ: Mapping[str, str]) -> str:
+    xdg = environ.get("XDG_CONFIG_HOME")
+    if xdg:
+        return os.path.join(xdg, "openstack")
+    home = environ.get("HOME") or str(Path.home())
+    return os.path.join(home, ".config", "openstack")
+
+
+def candidate_files(environ: Mapping[str, str], cwd: str | None = None) -> list[str]:
+    """The clouds.yaml locations searched, in order (``cwd``: the working directory)."""
     override = environ.get("OS_CLIENT_CONFIG_FILE")
     if override:
         return [override]
-    return list(dict.fromkeys(loader.CONFIG_FILES))
+    directories = [cwd or os.getcwd(), _user_config_dir(environ), SYSTEM_DIR]
+    return list(dict.fromkeys(os.path.join(d, FILE_NAME) for d in directories))
 
 
 def describe_search(environ: Mapping[str, str]) -> str:
@@ -44,7 +58,7 @@ def describe_search(environ: Mapping[str, str]) -> str:
     if named:
         missing = "" if os.path.isfile(named) else "; no such file yet: every sync fails until it exists"
         return f"{named} (OS_CLIENT_CONFIG_FILE{missing})"
-    where = "openstacksdk's search path (OS_CLIENT_CONFIG_FILE unset)"
+    where = "the search path (OS_CLIENT_CONFIG_FILE unset)"
     found = next((path for path in candidate_files(environ) if os.path.isfile(path)), None)
     if found is None:
         return f"none found on {where}: every sync fails until one exists"
@@ -52,9 +66,9 @@ def describe_search(environ: Mapping[str, str]) -> str:
 
 
 def _secure_files(found: str, environ: Mapping[str, str]) -> list[str]:
-    files = [str(Path(found).with_name(name)) for name in _SECURE_NAMES]
+    beside = str(Path(found).with_name(SECURE_NAME))
     override = environ.get("OS_CLIENT_SECURE_FILE")
-    return [override, *files] if override else files
+    return [override, beside] if override else [beside]
 
 
 def _is_app_credential(auth_type: str | None) -> bool:
@@ -80,11 +94,11 @@ def _refuse_tally_clouds_file(found: str) -> None:
 
 
 def resolve_cloud(
-    os_cloud: str, environ: Mapping[str, str] | None = None
+    os_cloud: str, environ: Mapping[str, str] | None = None, cwd: str | None = None
 ) -> cloud_region.CloudRegion:
     """The entry ``os_cloud`` with its secure.yaml merged and the env overrides applied."""
     env = os.environ if environ is None else environ
-    searched = candidate_files(env)
+    searched = candidate_files(env, cwd)
     found = next((path for path in searched if os.path.isfile(path)), None)
     if found is None:
         raise RunAborted(
@@ -99,7 +113,8 @@ def resolve_cloud(
         overrides["interface"] = env["OS_INTERFACE"]
     try:
         config = loader.OpenStackConfig(
-            config_files=[found], secure_files=_secure_files(found, env), load_envvars=False
+            config_files=[found], secure_files=_secure_files(found, env), vendor_files=[],
+            load_envvars=False,
         )
         if os_cloud not in config.get_cloud_names():
             raise RunAborted(

@@ -3,7 +3,8 @@
 The sync is synchronous: the caller learns the outcome from the response.  200
 with the run's summary; 400 for a told instant that cannot be the cloud's (beyond a
 simulated cloud's clock); 404 for a cloud the clouds file does not name; 409 while
-another run of the cloud holds its lease; 503 when a simulated cloud's clock does not
+another run of the cloud holds its lease, or (``not_reconciled``, no run recorded) for
+a cloud its entry collects but does not reconcile (no ``os_cloud``); 503 when a simulated cloud's clock does not
 answer; 500 when the run recorded any error,
 answered with the run id only (the reasons carry platform detail and are read back
 from ``sync_runs``).
@@ -27,7 +28,7 @@ from reporting.db.models import SyncRun
 from reporting.db.session import SESSIONMAKER_KEY, db_session
 from reporting.queries import params
 from reporting.sync.clouds import load_clouds_file
-from reporting.sync.runner import CloudBusy, SyncService, UnknownCloud
+from reporting.sync.runner import CloudBusy, NotReconciled, SyncService, UnknownCloud
 from reporting.sync.told_instant import ClockUnreadable, ToldInstantRefused, check_told_instant
 
 SERVICE_KEY = "tally.sync"
@@ -60,6 +61,11 @@ def sync_cloud(cloud: str) -> tuple[Response, int]:
         except TimestampError as exc:
             raise ApiError(400, "bad_request", f"at: {exc}") from None
     entry = _service().clouds.get(cloud)
+    if entry is not None and not entry.reconciled:
+        raise ApiError(409, "not_reconciled",
+                       f"cloud {cloud!r} is collected but not reconciled: its clouds-file "
+                       "entry names no credentials (adapter_config os_cloud); no run is "
+                       "recorded")
     if entry is not None and entry.clock == "simulated" and at is None:
         raise ApiError(400, "bad_request",
                        f"cloud {cloud!r} runs on a simulated clock (clock: simulated in the "
@@ -81,6 +87,9 @@ def sync_cloud(cloud: str) -> tuple[Response, int]:
         raise ApiError(404, "not_found", f"the clouds file names no cloud {cloud!r}") from None
     except CloudBusy:
         raise ApiError(409, "conflict", f"another sync run of {cloud!r} is in progress") from None
+    except NotReconciled:
+        raise ApiError(409, "not_reconciled",
+                       f"cloud {cloud!r} is collected but not reconciled") from None
     if result.status != "completed":
         LOG.warning("sync run %s of %s failed: %s", result.run_id, cloud,
                     "; ".join(str(reason) for reason in result.stats.get("errors", [])))

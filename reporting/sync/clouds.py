@@ -8,6 +8,10 @@ and is parsed strictly at the first sync of the cloud.  OpenStack's ``clouds.yam
 is recognised and named.  ``clock: simulated`` marks a cloud whose clock is not the
 wall clock (``tally-simcloud``): a sync of it must be told its instant, and with
 ``clock_url`` (the simulated clock) an instant the cloud has not reached is refused.
+
+An entry whose ``adapter_config`` names no credentials (no ``os_cloud``) is a cloud
+that is collected but not reconciled: its events are accepted, and no sync runs for
+it (``tally-sync`` skips it; ``POST /internal/sync`` answers 409 ``not_reconciled``).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ class CloudEntry:
     # A simulated cloud's clock document (GET answers {"at": RFC 3339, "start": ...}):
     # a told instant beyond it is refused (reporting.sync.told_instant).
     clock_url: str | None = None
+    # False: collected (its events are accepted) but never reconciled: no credentials.
+    reconciled: bool = True
 
 
 CLOCKS = ("wall", "simulated")
@@ -61,6 +67,29 @@ ADAPTERS: Final[Mapping[str, tuple[str, AdapterFactory]]] = MappingProxyType({
 
 def build_adapter(entry: CloudEntry, budget_s: float) -> Adapter:
     return ADAPTERS[entry.adapter][1](entry, budget_s)
+
+
+# The adapter setting naming a cloud's credentials; without it a cloud is not reconciled.
+CREDENTIALS_SETTING: Final[Mapping[str, str]] = MappingProxyType({"openstack": "os_cloud"})
+
+
+def _reconciled(where: str, adapter: str, config: Any) -> bool:
+    """Whether the entry is reconciled: its ``adapter_config`` names credentials.  A
+    config holding other settings but no credentials is refused (a misspelt
+    ``os_cloud`` must not silently stop the cloud's reconciliation)."""
+    setting = CREDENTIALS_SETTING[adapter]
+    if config is None:
+        return False
+    if not isinstance(config, Mapping):
+        return True  # the adapter refuses it at the first sync, naming it
+    if setting in config:
+        return True
+    if config:
+        raise CloudsFileError(
+            f"{where}: adapter_config has no {setting}, so the cloud would be collected but "
+            f"not reconciled, yet it holds {', '.join(sorted(map(str, config)))}: add "
+            f"{setting} to reconcile it, or leave adapter_config out to collect it only")
+    return False
 
 
 def _entry(path: str, index: int, raw: Any) -> CloudEntry:
@@ -96,7 +125,9 @@ def _entry(path: str, index: int, raw: Any) -> CloudEntry:
             f"{where}: platform {platform!r} is not the platform of adapter {adapter!r} "
             f"({ADAPTERS[adapter][0]!r})"
         )
-    return CloudEntry(name, str(platform), adapter, raw.get("adapter_config"), clock, clock_url)
+    config = raw.get("adapter_config")
+    return CloudEntry(name, str(platform), adapter, config, clock, clock_url,
+                      reconciled=_reconciled(where, adapter, config))
 
 
 def _clock_url(where: str, clock: str, value: Any) -> str | None:

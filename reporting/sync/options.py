@@ -27,6 +27,18 @@ sync_opts: list[cfg.Opt] = [
         "this many seconds before the run (or after it) is deferred to the next run. "
         "0 turns the window off. Environment alias: TALLY_REPORTING_SYNC_SETTLE_S.",
     ),
+    cfg.FloatOpt(
+        "deletion_window_max_days",
+        default=30.0,
+        min=0.01,
+        help="The longest window of nova's deleted servers a run asks for: a run asks "
+        "for every server deleted since the last completed run (less the settle "
+        "window), however long an outage lasted, and only a longer gap is clamped to "
+        "this many days (counted in tally_sync_deletion_windows_clamped_total; the "
+        "instance deletes before the clamp are then dated at the poll). Keep it "
+        "within the age at which the cloud archives deleted rows (nova-manage db "
+        "archive_deleted_rows --before).",
+    ),
     cfg.StrOpt(
         "api_url",
         default="http://127.0.0.1:8779",

@@ -40,15 +40,26 @@ def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: Cloud
     when the run cannot go on."""
     budget_s = float(conf.sync.budget_s)
     settle = dt.timedelta(seconds=float(conf.sync.settle_s))
+    max_window = dt.timedelta(days=float(conf.sync.deletion_window_max_days))
     bound = store.completed_bound(factory, entry.name)
-    window = deletion_window(at, bound, settle)
+    window = deletion_window(at, bound, settle, max_window)
     if window.behind_bound:
         LOG.warning("sync of %s: told instant %s is behind the last completed run (%s); "
                     "asking for the whole 24 hours of deletions before it",
                     entry.name, format_timestamp(at), format_timestamp(bound or at))
+    elif window.clamped:
+        LOG.warning("sync of %s: the last completed run (%s) is older than [sync] "
+                    "deletion_window_max_days (%g): asking for the deleted servers since %s "
+                    "only; instance deletes before it are dated at the poll",
+                    entry.name, format_timestamp(bound or at),
+                    float(conf.sync.deletion_window_max_days),
+                    format_timestamp(window.since or at))
     stats["deletion_window"] = {
         "since": format_timestamp(window.since) if window.since else None,
         "clamped": window.clamped,
+        # Instance deletes booked by absence (dated at the poll) in a clamped window:
+        # nova's instant may have lain before the window opened.
+        "deleted_at_poll": 0,
     }
     adapter = build_adapter(entry, budget_s)
     observation = adapter.observe(ObserveRequest(entry.name, at, window.since, deadline))
@@ -105,12 +116,24 @@ def _book(factory: sessionmaker[Session], plan: Plan, stats: dict[str, Any], dea
             outcomes = [next(results) for _ in correction.events]
             if outcomes[0].status == "stored":
                 stats[ACTION_STAT[correction.action]] += 1
+                if _clamped_delete(stats, correction):
+                    stats["deletion_window"]["deleted_at_poll"] += 1
             for outcome in outcomes:
                 if outcome.status == "rejected":
                     stats["errors"].append(
                         f"booking sync.{correction.action} of {correction.resource_type} "
                         f"{correction.resource_id}: rejected: {outcome.reason}")
                     break
+
+
+def _clamped_delete(stats: dict[str, Any], correction: Correction) -> bool:
+    """Whether ``correction`` is an instance delete dated at the poll in a run whose
+    deleted-servers window was clamped."""
+    window = stats.get("deletion_window") or {}
+    if not window.get("clamped") or correction.action != "delete":
+        return False
+    provider = correction.event["payload"].get("provider", {})
+    return correction.resource_type == "instance" and provider.get("dated_by") == "poll"
 
 
 def _batches(corrections: list[Correction]) -> Iterator[tuple[int, list[Correction]]]:

@@ -42,6 +42,10 @@ class CloudBusy(RuntimeError):
     """Another run of the cloud holds its lease."""
 
 
+class NotReconciled(RuntimeError):
+    """The cloud is collected but not reconciled (no credentials in its entry)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RunResult:
     run_id: str
@@ -79,6 +83,8 @@ class SyncService:
         entry = self.clouds.get(cloud)
         if entry is None:
             raise UnknownCloud(cloud)
+        if not entry.reconciled:
+            raise NotReconciled(cloud)  # no run is recorded: nothing failed
         budget_s = float(self.conf.sync.budget_s)
         deadline = time.monotonic() + budget_s
         run_id = new_run_id()
@@ -115,5 +121,8 @@ class SyncService:
         for reason, count in stats["deferred"].items():
             if count:
                 metrics.SYNC_RESOURCES_DEFERRED.labels(cloud=cloud, reason=reason).inc(count)
+        window = stats.get("deletion_window")
+        if isinstance(window, dict) and window.get("clamped"):
+            metrics.SYNC_DELETION_WINDOWS_CLAMPED.labels(cloud=cloud).inc()
         if status == "completed":
             metrics.SYNC_LAST_COMPLETED.labels(cloud=cloud).set(time.time())

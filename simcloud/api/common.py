@@ -106,6 +106,8 @@ def base_url() -> str:
 
 def guard(service: str, public: Callable[[], bool] = lambda: False) -> Response | None:
     """Faults, then keystonemiddleware: a Response to answer instead, or None to go on."""
+    if service in world().config.absent_services:
+        return Response("Not Found\n", status=404, mimetype="text/plain")  # not deployed
     fault = world().faults.get(service)
     if fault is not None:
         if fault.delay_s:

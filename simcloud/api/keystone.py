@@ -151,6 +151,10 @@ def catalog(base: str, project_id: str) -> list[dict[str, Any]]:
         ("image", "glance", f"{base}/image"),
         ("load-balancer", "octavia", f"{base}/load-balancer"),
     ]
+    absent = common.world().config.absent_services
+    # cinder's two catalog types are one service.
+    services = [entry for entry in services if entry[0] not in absent
+                and not (entry[0] == "volumev3" and "block-storage" in absent)]
     tally_url = current_app.config.get(TALLY_URL_KEY)
     if tally_url:
         services.append((TALLY_SERVICE_TYPE, "tally", tally_url.rstrip("/")))

@@ -222,3 +222,35 @@ def test_concurrent_ingest_of_one_resource_stores_each_event_once(
     with factory() as session:
         assert session.scalar(sa.select(sa.func.count()).select_from(Event)) == len(events)
     assert_projection(factory, events)
+
+
+def _floating_ip(n: int, event_type: str, offset: int, project: str) -> dict[str, Any]:
+    return {
+        "event_id": f"fip-owner-{n}", "event_type": event_type, "platform": "openstack",
+        "cloud": "c1", "resource_type": "floating_ip", "resource_id": "fip-owner",
+        "project_id": project,
+        "timestamp": (T0 + dt.timedelta(seconds=offset)).isoformat() + "Z",
+        "source": "collector", "payload": {"state": "active"} if n == 0 else {},
+    }
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)], ids=["in-order", "delete-first"])
+def test_a_delete_from_another_projects_context_keeps_the_owner(
+        factory: sessionmaker[Session], order: tuple[int, int]) -> None:
+    """neutron sends floatingip.delete.end from the deleter's context: an admin's
+    project deleting a customer's floating IP.  Row and lifecycle stay the owner's."""
+    events = [_floating_ip(0, "floatingip.create.end", 0, "p-owner"),
+              _floating_ip(1, "floatingip.delete.end", 3600, "p-admin")]
+    for n in order:
+        (result,) = ingest(factory, [events[n]], require_size_schema=False)
+        assert result.status == "stored", result
+    key = ("openstack", "c1", "floating_ip", "fip-owner")
+    with factory() as session:
+        row = session.get(CurrentResource, key)
+        assert row is not None
+        assert (row.project_id, row.live) == ("p-owner", False)
+        intervals = session.execute(
+            sa.select(ResourceInterval.project_id, ResourceInterval.start, ResourceInterval.end)
+            .where(ResourceInterval.resource_id == "fip-owner")).all()
+    assert [tuple(i) for i in intervals] == [
+        ("p-owner", T0, T0 + dt.timedelta(seconds=3600))]

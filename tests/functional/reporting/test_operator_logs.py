@@ -68,8 +68,8 @@ def test_tally_reporting_names_what_it_uses_at_start(pg_migrated_database: str,
 
 def test_the_clouds_yaml_line_names_the_search_path_without_the_variable(
         tmp_path: Path) -> None:
-    """Without OS_CLIENT_CONFIG_FILE: the first file of openstacksdk's search path
-    (the working directory first), or none; a named file that is missing says so."""
+    """Without OS_CLIENT_CONFIG_FILE: the first file of the search path (the working
+    directory first), or none; a named file that is missing says so."""
     script = ("import os; from reporting.openstack.credentials import describe_search; "
               "print(describe_search(os.environ))")
     env = {key: value for key, value in os.environ.items() if key != "OS_CLIENT_CONFIG_FILE"}
@@ -79,7 +79,7 @@ def test_the_clouds_yaml_line_names_the_search_path_without_the_variable(
                               capture_output=True, text=True, check=True).stdout.strip()
 
     (tmp_path / "clouds.yaml").write_text("clouds: {}\n")
-    assert line(env) == (f"{tmp_path / 'clouds.yaml'}, the first found on openstacksdk's "
+    assert line(env) == (f"{tmp_path / 'clouds.yaml'}, the first found on the "
                          "search path (OS_CLIENT_CONFIG_FILE unset)")
     missing = str(tmp_path / "nope.yaml")
     assert line({**env, "OS_CLIENT_CONFIG_FILE": missing}) == (

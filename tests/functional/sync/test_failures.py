@@ -154,7 +154,8 @@ def test_unknown_adapter_setting_fails_the_first_run_naming_it(syncer, tmp_path)
         syncer.advance(T1)
         run = failed_run(typo, typo.sync(T1))
         assert run.stats["errors"] == [
-            "adapter_config: unknown setting 'include_octvia' (known: os_cloud, include_octavia)"]
+            "adapter_config: unknown setting 'include_octvia' (known: os_cloud, services, "
+            "include_octavia)"]
     finally:
         typo.app.extensions[ENGINE_KEY].dispose()
 

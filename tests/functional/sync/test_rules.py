@@ -60,7 +60,8 @@ def test_first_sync_books_the_cloud_then_a_further_sync_books_nothing(syncer: Sy
     assert stats["updated"] == stats["deleted"] == stats["error_count"] == 0
     assert stats["enumerated_types"] == [
         "floating_ip", "image", "instance", "loadbalancer", "volume"]
-    assert stats["deletion_window"] == {"since": None, "clamped": False}  # first run
+    assert stats["deletion_window"] == {  # first run
+        "since": None, "clamped": False, "deleted_at_poll": 0}
     assert_rows_match(syncer, settled)
     # Every create is dated at the platform's creation instant.
     for event in syncer.events(event_type="sync.create"):
@@ -171,14 +172,29 @@ def test_row_held_as_deleted_is_never_revived(syncer: Syncer):
                                                     "sync.update"]
 
 
-def test_clamp_of_the_deleted_servers_window_to_24_hours(syncer: Syncer):
+def test_clamp_of_the_deleted_servers_window_to_its_bound(syncer: Syncer):
+    from prometheus_client import REGISTRY
+
+    def clamped_runs() -> float:
+        return REGISTRY.get_sample_value("tally_sync_deletion_windows_clamped_total",
+                                         {"cloud": CLOUD}) or 0.0
+
+    syncer.app.config["TALLY_CONF"].set_override("deletion_window_max_days", 1,
+                                                  group="sync")
     syncer.advance(T1)
     syncer.sync_ok(T1)
+    before = clamped_runs()
     t3 = T1 + dt.timedelta(days=3)
     syncer.advance(t3)
     run = syncer.sync_ok(t3)
-    assert run["stats"]["deletion_window"] == {
+    window = run["stats"]["deletion_window"]
+    assert {k: window[k] for k in ("since", "clamped")} == {
         "since": format_timestamp(t3 - dt.timedelta(hours=24)), "clamped": True}
+    assert clamped_runs() == before + 1
+    polled = [e for e in syncer.events(event_type="sync.delete", resource_type="instance")
+              if e.payload["provider"]["dated_by"] == "poll"]
+    # The run's stats say how many instance deletes the clamp left to the poll.
+    assert window["deleted_at_poll"] == len(polled) > 0
     floor = (t3 - dt.timedelta(hours=24)).replace(tzinfo=None)
     gone = [r for r in syncer.truth(t3, live=False, resource_type="instance")
             if naive(r["created_at"]) < (T1 - SETTLE).replace(tzinfo=None)
@@ -219,7 +235,8 @@ def test_told_instant_going_backwards(syncer: Syncer, capfd):
               if "WARNING reporting.sync.reconcile" in line]
     assert len(logged) == 1 and "behind the last completed run" in logged[0], logged
     assert run["stats"]["deletion_window"] == {
-        "since": format_timestamp(told - dt.timedelta(hours=24)), "clamped": True}
+        "since": format_timestamp(told - dt.timedelta(hours=24)), "clamped": True,
+        "deleted_at_poll": 0}
     assert run["started_at"] == format_timestamp(told)
     [update] = updates(syncer, resource_id=record["resource_id"])
     assert update.timestamp == newest.replace(tzinfo=None) + dt.timedelta(microseconds=1)

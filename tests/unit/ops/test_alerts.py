@@ -25,6 +25,8 @@ REQUIRED_ALERTS = {
     "TallyCollectorCloudUnknown",
     # The collector's listener has no connection to RabbitMQ (nothing is consumed).
     "TallyCollectorDisconnected",
+    # A run's deleted-servers window was clamped: instance deletes dated at the poll.
+    "TallySyncDeletionWindowClamped",
 }
 RUNBOOK_SECTIONS = ("## What it means", "## How to confirm", "## What to do")
 

@@ -118,7 +118,8 @@ def test_the_clouds_file_refuses_a_slash_as_ingest_does(
 
 def test_the_example_clouds_file_loads() -> None:
     clouds = load_clouds_file(str(ETC / "tally-clouds.yaml.example"))
-    assert set(clouds) == {"os-prod-eu1", "os-dev"}
+    assert set(clouds) == {"os-prod-eu1", "os-dev", "os-edge"}
+    assert [name for name, entry in clouds.items() if not entry.reconciled] == ["os-edge"]
     assert {entry.clock for entry in clouds.values()} == {"wall"}
 
 
@@ -201,3 +202,26 @@ def test_request_failures_read_as_one_short_reason() -> None:
     line = describe_request_error(unknown.value, "http://no-such-host.invalid:8779")
     assert line.startswith("unknown host 'no-such-host.invalid'")
     assert "urllib3" not in line and "HTTPConnection" not in line
+
+
+def test_an_entry_without_os_cloud_is_collected_only(tmp_path: Path) -> None:
+    path = _file(tmp_path, "tally-clouds.yaml", """\
+        clouds:
+          - {name: a, platform: openstack, adapter: openstack, adapter_config: {os_cloud: x}}
+          - {name: b, platform: openstack, adapter: openstack}
+          - {name: c, platform: openstack, adapter: openstack, adapter_config: {}}
+        """)
+    clouds = load_clouds_file(path)
+    assert {name: entry.reconciled for name, entry in clouds.items()} == {
+        "a": True, "b": False, "c": False}
+
+
+def test_a_misspelt_os_cloud_never_silently_stops_reconciliation(tmp_path: Path) -> None:
+    path = _file(tmp_path, "tally-clouds.yaml", """\
+        clouds:
+          - {name: a, platform: openstack, adapter: openstack, adapter_config: {os_clod: x}}
+        """)
+    with pytest.raises(CloudsFileError, match=r"cloud 'a': adapter_config has no os_cloud, "
+                                              r"so the cloud would be collected but not "
+                                              r"reconciled, yet it holds os_clod"):
+        load_clouds_file(path)

@@ -147,3 +147,26 @@ def test_clock_and_truth_over_http() -> None:
             dt.datetime(2026, 11, 2, tzinfo=dt.UTC), "volume", True)
         assert requests.get(f"{url}/truth", params={"resource_type": "server"},
                             timeout=10).status_code == 400
+
+
+def test_a_cloud_without_cinder_has_no_block_storage_in_its_catalog() -> None:
+    import pytest
+
+    from simcloud.cmd import build_parser, world_config
+    from simcloud.config import ConfigError
+
+    with running_simcloud(WorldConfig(seed=2, scale=30,
+                                      absent_services=frozenset({"block-storage"}))) as sim:
+        admin = password_token(sim, "admin")
+        catalog = requests.get(f"{sim.base_url}/identity/v3/auth/tokens", timeout=10,
+                               headers={"X-Auth-Token": admin, "X-Subject-Token": admin}
+                               ).json()["token"]["catalog"]
+        types = {service["type"] for service in catalog}
+        assert {"compute", "network", "image"} <= types
+        assert not types & {"block-storage", "volumev3"}
+        assert get(sim, "/volume/v3/volumes/detail", admin).status_code == 404
+        assert get(sim, "/compute/v2.1/servers/detail", admin).status_code == 200
+    with pytest.raises(ConfigError, match="absent_services"):
+        WorldConfig(absent_services=frozenset({"compute"}))
+    args = build_parser().parse_args(["serve", "--without-service", "block-storage"])
+    assert world_config(args).absent_services == {"block-storage"}
