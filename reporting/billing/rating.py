@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from fractions import Fraction
@@ -93,6 +94,13 @@ def _size_number(size: Mapping[str, Any] | None, member: str) -> Decimal | None:
     return money.number_to_decimal(size.get(member))
 
 
+def _no_flavor(flavor: Any) -> str:
+    """Why a size names no flavor: none at all, or a value that is not a name."""
+    if flavor is None:
+        return "the size has no flavor"
+    return f"the size's flavor {json.dumps(flavor, sort_keys=True)} is not a name"
+
+
 def base_rate(
     resource_type: str, size: Mapping[str, Any] | None, version: PriceVersion
 ) -> tuple[Decimal, Decimal] | str:
@@ -105,6 +113,9 @@ def base_rate(
         if isinstance(flavor, str) and flavor in rates.by_flavor:
             return rates.by_flavor[flavor], _ONE
         if rates.by_resources is None:
+            if not isinstance(flavor, str):  # say what is missing, not "flavor None"
+                return (f"{_no_flavor(flavor)} and price list {version.label} rates "
+                        "instances by flavor only")
             return f"no rate for flavor {flavor} in price list {version.label}"
         total = Decimal(0)
         for member in INSTANCE_RESOURCES:
@@ -112,6 +123,8 @@ def base_rate(
                 continue
             amount = _size_number(size, member)
             if amount is None:
+                if not isinstance(flavor, str):
+                    return f"{_no_flavor(flavor)} and no {member}"
                 return f"flavor {flavor} has no rate and the size has no {member}"
             total = money.add(total, money.multiply(amount, rates.by_resources[member]))
         return total, _ONE

@@ -76,6 +76,25 @@ def test_a_flavor_without_a_rate_is_unrated_never_zero() -> None:
     assert line["unrated"] == "no rate for flavor custom in price list default/2"
 
 
+@pytest.mark.parametrize(("size", "docs", "reason"), [
+    (None, (V1, V2), "the size has no flavor and price list default/2 rates instances by "
+     "flavor only"),
+    ({"vcpus": 2}, (V1, V2), "the size has no flavor and price list default/2 rates "
+     "instances by flavor only"),
+    ({"flavor": 7}, (V1, V2), "the size's flavor 7 is not a name and price list default/2 "
+     "rates instances by flavor only"),
+    ({"vcpus": 2, "disk_gb": 40}, (V1,), "the size has no flavor and no ram_gb"),
+    (None, (V1,), "the size has no flavor and no vcpus"),
+    ({"flavor": "custom", "vcpus": 2}, (V1,), "flavor custom has no rate and the size has no "
+     "ram_gb"),
+])
+def test_an_unrated_instance_says_what_is_missing(size: Any, docs: tuple[dict[str, Any], ...],
+                                                  reason: str) -> None:
+    """Never "flavor None": a size without a flavor says so."""
+    (line,) = lines(item("instance", at(16), at(16, 10), size), docs=docs)
+    assert line["amount"] is None and line["unrated"] == reason
+
+
 def test_volume_per_gb_hour_with_a_type_modifier_by_name() -> None:
     ssd = {"size_gb": 100, "type": "ssd"}
     hdd = {"size_gb": 100, "type": "hdd"}
