@@ -15,6 +15,11 @@ from typing import Any
 
 import yaml
 
+# The standard library's own pieces of its pure-Python parser (not in its stubs).
+_WHITESPACE = json.decoder.WHITESPACE  # type: ignore[attr-defined]
+_scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
+_json_object = json.decoder.JSONObject  # type: ignore[attr-defined]
+
 
 class DuplicateKeyError(ValueError):
     """A member name written twice in one object or mapping."""
@@ -32,11 +37,11 @@ def _position(text: str, index: int) -> tuple[int, int]:
 def _member_starts(text: str, index: int, decoder: json.JSONDecoder) -> list[tuple[str, int]]:
     """Each member name of the object whose ``{`` ends at ``index``, with where its
     quote stands (the object is valid JSON: it has been parsed already)."""
-    space = json.decoder.WHITESPACE.match
+    space = _WHITESPACE.match
     found = []
     index = space(text, index).end()
     while text[index] == '"':
-        key, after = json.decoder.scanstring(text, index + 1)
+        key, after = _scanstring(text, index + 1)
         found.append((key, index))
         index = space(text, space(text, after).end() + 1).end()  # past the colon
         index = space(text, decoder.raw_decode(text, index)[1]).end()
@@ -54,7 +59,7 @@ def loads_json(text: str, **options: Any) -> Any:
 
     def parse_object(state: tuple[str, int], *args: Any) -> tuple[Any, int]:
         text_, start = state
-        pairs, end = json.decoder.JSONObject(state, args[0], args[1], None, list, *args[4:])
+        pairs, end = _json_object(state, args[0], args[1], None, list, *args[4:])
         keys = [key for key, _value in pairs]
         if len(set(keys)) != len(keys):
             seen: set[str] = set()
@@ -65,7 +70,7 @@ def loads_json(text: str, **options: Any) -> Any:
         hook = options.get("object_pairs_hook")
         return (hook(pairs) if hook else dict(pairs)), end
 
-    decoder.parse_object = parse_object  # type: ignore[method-assign,assignment]
+    decoder.parse_object = parse_object  # type: ignore[attr-defined]
     decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
     return decoder.decode(text)
 

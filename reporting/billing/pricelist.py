@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -177,6 +177,12 @@ def parse(document: Any, label: str = "") -> PriceVersion:
         state_modifiers=state_modifiers,
         minor_units=currencies.places(currency),
     )
+
+
+def minor_units_of(versions: Sequence[PriceVersion]) -> int:
+    """The minor units a timeline's amounts are rounded to (every version shares one
+    currency; hundredths without a version)."""
+    return versions[-1].minor_units if versions else currencies.LEGACY_PLACES
 
 
 def _unstorable(text: str) -> str | None:

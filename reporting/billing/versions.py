@@ -70,21 +70,21 @@ def _next(froms: list[dt.datetime], moment: dt.datetime) -> dt.datetime | None:
 
 
 def _priced_until(name: str, cloud: str, effective_from: dt.datetime,
-                  froms: dict[str, list[dt.datetime]]) -> dt.datetime | None | bool:
-    """Until when a new version of list ``name`` from ``effective_from`` would price
-    ``cloud`` (None: for ever), or False when it never would: a ``default`` version
-    prices a cloud only before the first version of the cloud's own list, and every
-    version only until the next version of its own list."""
+                  froms: dict[str, list[dt.datetime]]) -> tuple[bool, dt.datetime | None]:
+    """Whether a new version of list ``name`` from ``effective_from`` would price
+    ``cloud``, and until when (None: for ever): a ``default`` version prices a cloud
+    only before the first version of the cloud's own list, and every version only
+    until the next version of its own list."""
     until = _next(froms.get(name, []), effective_from)
     if name != DEFAULT_LIST:
-        return until
+        return True, until
     own = froms.get(cloud, []) if cloud != DEFAULT_LIST else []
     if own:
         first_own = min(own)
         if first_own <= effective_from:
-            return False
+            return False, None
         until = first_own if until is None else min(until, first_own)
-    return until
+    return True, until
 
 
 def _closed_priced(session: Session, name: str, effective_from: dt.datetime
@@ -101,8 +101,8 @@ def _closed_priced(session: Session, name: str, effective_from: dt.datetime
     found: tuple[dt.datetime, str, str] | None = None
     for cloud, period in session.execute(query):
         start, end = periods.parse(period)
-        until = _priced_until(name, cloud, effective_from, froms)
-        if until is False or effective_from >= end:
+        prices, until = _priced_until(name, cloud, effective_from, froms)
+        if not prices or effective_from >= end:
             continue
         if (until is None or start < until) and (found is None or end > found[0]):
             found = (end, period, cloud)

@@ -13,21 +13,22 @@ import functools
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from typing import ParamSpec
 
 # What a shell reports for a command that SIGPIPE ended (128 + the signal's number).
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
-Main = Callable[[Sequence[str] | None], int]
+_Args = ParamSpec("_Args")
 
 
-def quiet_on_broken_pipe(main: Main) -> Main:
+def quiet_on_broken_pipe(main: Callable[_Args, int]) -> Callable[_Args, int]:
     """``main`` with its output flushed, and a reader gone ending it without a word."""
 
     @functools.wraps(main)
-    def wrapper(argv: Sequence[str] | None = None) -> int:
+    def wrapper(*args: _Args.args, **kwargs: _Args.kwargs) -> int:
         try:
-            code = main(argv)
+            code = main(*args, **kwargs)
             sys.stdout.flush()
         except BrokenPipeError:
             devnull = os.open(os.devnull, os.O_WRONLY)
