@@ -46,8 +46,12 @@ SCHEMAS: dict[str, Any] = {
         "required": ["effective_from", "currency", "rates"],
         "properties": {
             "effective_from": INSTANT,
-            "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
-            "zero_rated_projects": {"type": "array", "items": {"type": "string"}},
+            "currency": {"type": "string", "pattern": "^[A-Z]{3}$",
+                         "description": "An ISO 4217 code with a minor unit (EUR, JPY, KWD); "
+                         "amounts are rounded to its minor unit."},
+            "zero_rated_projects": {"type": "array", "items": {
+                "type": "string", "pattern": "^[^\\u0000]*$",
+                "description": "A project id (no NUL, no unpaired surrogate)."}},
             "rates": _RATES_DOC,
             "state_modifiers": {"type": "object"},
         },

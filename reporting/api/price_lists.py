@@ -22,6 +22,7 @@ from reporting.clock import utcnow
 from reporting.db import writes
 from reporting.db.session import db_session
 from reporting.queries import params
+from reporting.unique_keys import DuplicateKeyError, loads_json
 
 bp = Blueprint("price_lists", __name__)
 
@@ -30,7 +31,13 @@ bp = Blueprint("price_lists", __name__)
 @require_role("admin")
 def put_price_list(cloud: str) -> Any:
     name = cloud_path(cloud)
+    raw = request.get_data()  # kept: json_object reads it too
     document = json_object()
+    try:  # the body is valid JSON: only a member written twice can fail here
+        loads_json(raw.decode("utf-8"))
+    except DuplicateKeyError as exc:
+        raise ApiError(400, "invalid_price_list",
+                       f"the price list names a member twice: {exc}") from None
     session = db_session()
     with session.begin():
         seam = writes.of(session)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from typing import Any
 
 from flask import Blueprint, Response, request
@@ -36,6 +37,16 @@ SUMMARY_FIELDS = ("project_id", "subtotal", "adjustments_total", "total", "unrat
 # adjustments' fields (docs/statements.md gives the layout).
 CSV_FIELDS = ("record", "value", *LINE_FIELDS, "period", "event_ids")
 _TAG = "statements"
+# Columns (and statement records, whose ``value`` they are) holding a number Tally
+# wrote: never neutralised, so a credit stays the number ``-1.50``.
+NUMERIC_FIELDS = frozenset({"quantity", "rate", "modifier", "amount_unrounded", "amount",
+                            "subtotal", "adjustments_total", "total", "unrated_lines"})
+_NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?\Z")
+# A text cell a spreadsheet would read as a formula (OWASP, "CSV Injection"): ids,
+# flavors and names come from ingest clients.  Such a cell is written after an
+# apostrophe, and so is one that starts with an apostrophe: dropping the leading
+# apostrophe of a text cell always gives the value back.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
 
 
 def _wants_csv() -> bool:
@@ -54,12 +65,21 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def neutralised(value: Any, numeric: bool) -> Any:
+    """A cell as written: a number as it is, text starting like a formula (or with an
+    apostrophe) after an apostrophe."""
+    if not isinstance(value, str) or (numeric and _NUMBER.match(value)):
+        return value
+    return "'" + value if value.startswith(FORMULA_STARTS) else value
+
+
 def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(fields)
     for row in rows:
-        writer.writerow([_cell(row[field]) for field in fields])
+        numbers = NUMERIC_FIELDS | ({"value"} if row.get("record") in NUMERIC_FIELDS else set())
+        writer.writerow([neutralised(_cell(row[field]), field in numbers) for field in fields])
     return out.getvalue()
 
 

@@ -111,7 +111,7 @@ def _by_resource(session: Session, model: Any, cloud: str, column: str, names: l
 
 
 def _frozen_base(session: Session, cloud: str, wanted: Mapping[str, set[ResourceRef]],
-                 projects: Mapping[ResourceRef, set[str]]
+                 projects: Mapping[ResourceRef, set[str]], closed: Mapping[str, BillingPeriod]
                  ) -> dict[tuple[str, str, ResourceRef], Decimal]:
     """What the frozen lines billed the resources ``wanted`` per closed period, per
     (period, project); a line's project is one its resource's events named
@@ -128,7 +128,8 @@ def _frozen_base(session: Session, cloud: str, wanted: Mapping[str, set[Resource
     kinds = frozen.kinds_of_periods(session, cloud, sorted({row.period for row in rows}))
     base: dict[tuple[str, str, ResourceRef], Decimal] = collections.defaultdict(lambda: _ZERO)
     for row in rows:
-        for line in frozen.lines(session, row, ids, kinds[row.period]):
+        for line in frozen.lines(session, row, ids, kinds[row.period],
+                                 closed[row.period].minor_units):
             ref = (line.resource_type, line.resource_id)
             if ref in wanted[row.period] and line.amount is not None:
                 key = (row.period, row.project_id, ref)
@@ -166,7 +167,7 @@ def _adjustments(
                          min(closed[name].cutoff_seq for name in names), last)
     items = intervals_of(session, cloud, first, last, resources)
     wanted = {name: {(rtype, rid) for _platform, rtype, rid in late[name]} for name in names}
-    base = _frozen_base(session, cloud, wanted, _projects_of(session, cloud, resources))
+    base = _frozen_base(session, cloud, wanted, _projects_of(session, cloud, resources), closed)
     for legacy in _by_resource(session, ClosedResourceAmount, cloud, "period", names, refs):
         key = (legacy.period, legacy.project_id, (legacy.resource_type, legacy.resource_id))
         base[key] = money.add(base[key], legacy.amount)
@@ -185,7 +186,9 @@ def _adjustments(
             lambda: _ZERO)
         mine = [item for item in items
                 if (item.resource_type, item.resource_id) in wanted[name]]
-        for line in rating.rate_intervals(mine, versions, start, end, now):
+        # recomputed in the minor units the period was closed in, as its frozen lines
+        for line in rating.rate_intervals(mine, versions, start, end, now,
+                                          source.minor_units):
             if line.amount is not None:
                 line_key = (line.project_id, (line.resource_type, line.resource_id))
                 recomputed[line_key] = money.add(recomputed[line_key], line.amount)

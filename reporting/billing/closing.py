@@ -26,7 +26,15 @@ from decimal import Decimal
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting.billing import adjustments, billing_metrics, locks, money, periods, statements
+from reporting.billing import (
+    adjustments,
+    billing_metrics,
+    currencies,
+    locks,
+    money,
+    periods,
+    statements,
+)
 from reporting.billing.versions import timeline
 from reporting.db import writes
 from reporting.db.billing_models import BillingPeriod, BookedAdjustment, ClosedStatement
@@ -96,6 +104,7 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
     for adjustment in found:
         booked[adjustment.project_id].append(adjustment)
     code = statements.currency(versions, end)
+    places = currencies.places(code)  # recorded: its frozen lines are rendered with it
     # The lines, per-resource amounts and totals are frozen where the database can rate
     # them set-based; each project's text around its lines is rendered here.
     totals = writes.of(session).freeze_lines(session, cloud, period, versions, now)
@@ -106,7 +115,7 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
         document = statements.document(
             cloud=cloud, project_id=project, period=period, currency_code=code, closed=True,
             computed_at=now, lines=[], adjustments=booked[project],
-            frozen=totals.get(project, (money.ZERO, 0)),
+            frozen=totals.get(project, (money.ZERO, 0)), places=places,
         )
         body, lines_at = (statements.envelope(document) if project in totals
                           # adjustments only: no line to freeze, the body is the whole text
@@ -121,7 +130,7 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
         (enveloped if project in totals else whole).append(row)
     period_row = BillingPeriod(cloud=cloud, period=period, status="closed", closed_at=now,
                                closed_by=who, cutoff_seq=seq, cutoff_received_at=received_at,
-                               currency=code)
+                               currency=code, minor_units=places)
     session.add(period_row)
     if enveloped:
         session.execute(sa.update(ClosedStatement), enveloped)

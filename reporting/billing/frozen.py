@@ -15,6 +15,10 @@ A close computes it set-based on PostgreSQL (``reporting.billing.sql_close``) an
 here in Python on SQLite (``freeze_in_python``); both write the same rows (a test
 keeps the documents equal).  Rows frozen before revision 0015 hold the whole text
 (``lines_at`` NULL) and are answered as stored.
+
+A frozen line's amount is rounded when it is rendered, so it is rounded to the minor
+units its close recorded (``billing_periods.minor_units``): hundredths for every period
+closed before revision 0020, whatever the currency, as it was billed then.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from reporting.billing import kinds as kinds_of
 from reporting.billing import money, periods, rating, statements
 from reporting.billing.kinds import Kind
 from reporting.billing.pricelist import PriceVersion, in_effect
-from reporting.db.billing_models import ClosedKind, ClosedStatement
+from reporting.db.billing_models import BillingPeriod, ClosedKind, ClosedStatement
 from reporting.fold import Interval
 
 # {project: (subtotal, unrated lines)} of the frozen lines
@@ -95,7 +99,7 @@ def freeze_in_python(session: Session, cloud: str, period: str,
         interval = item.interval
         zero = version is not None and interval.project_id in version.zero_rated_projects
         line = rating.line_of(item.resource_type, item.resource_id, interval, piece_start,
-                              piece_end, kind.label, kind.unit, kind.price, zero)
+                              piece_end, kind.label, kind.unit, kind.price, zero, kind.places)
         row = rows.setdefault(interval.project_id, {
             "cloud": cloud, "period": period, "project_id": interval.project_id, "body": "",
             "subtotal": money.ZERO, "adjustments_total": money.ZERO,
@@ -157,11 +161,21 @@ def kinds_of_periods(session: Session, cloud: str, names: Sequence[str]
     return found
 
 
+def places_of(session: Session, cloud: str, period: str) -> int:
+    """The minor units the close of ``period`` rounded to (``billing_periods``)."""
+    found = session.get(BillingPeriod, (cloud, period))
+    return found.minor_units if found is not None else money.MINOR_PLACES
+
+
 def lines(session: Session, row: ClosedStatement, resources: Container[str] | None = None,
-          known: dict[int, FrozenKind] | None = None) -> list[rating.Line]:
+          known: dict[int, FrozenKind] | None = None, places: int | None = None
+          ) -> list[rating.Line]:
     """The frozen lines of a closed statement (of the given resource ids only, if
-    any), in statement order; ``known``: the period's ``kinds`` if read already."""
+    any), in statement order; ``known``: the period's ``kinds`` if read already;
+    ``places``: the minor units its close recorded, if read already."""
     by_number = known if known is not None else kinds(session, row.cloud, row.period)
+    if places is None:
+        places = places_of(session, row.cloud, row.period)
     start = periods.parse(row.period)[0]
     found = []
     for resource_id, offset, length, event_id, coded in zip(
@@ -176,14 +190,16 @@ def lines(session: Session, row: ClosedStatement, resources: Container[str] | No
                             event_id)
         found.append(rating.line_of(kind.resource_type, resource_id, interval, piece_start,
                                     piece_end, kind.label, kind.unit, kind.price,
-                                    coded % 2 == 1))
+                                    coded % 2 == 1, places))
     found.sort(key=lambda line: (line.resource_type, line.resource_id, line.start))
     return found
 
 
-def text(session: Session, row: ClosedStatement) -> str:
-    """The exact text a closed statement is answered as."""
+def text(session: Session, row: ClosedStatement, places: int | None = None) -> str:
+    """The exact text a closed statement is answered as (``places``: its close's
+    minor units, if read already)."""
     if row.lines_at is None:
         return row.body
-    rendered = ",".join(statements.text(line.as_dict()) for line in lines(session, row))
+    rendered = ",".join(statements.text(line.as_dict())
+                        for line in lines(session, row, places=places))
     return row.body[:row.lines_at] + rendered + row.body[row.lines_at:]

@@ -10,8 +10,9 @@ rating's own code, and the database then rates every line by joining its kind
 are the pure rating's by construction, and the database only multiplies, rounds and
 sums.
 
-A line's amount in cents is ``round_half_even(micros * ca / cb)`` with ``ca / cb``
-the kind's price per microsecond in cents as a reduced fraction.  In 64-bit integers
+A line's amount in minor units (cents of EUR, yen, fils of KWD) is
+``round_half_even(micros * ca / cb)`` with ``ca / cb`` the kind's price per
+microsecond in minor units as a reduced fraction.  In 64-bit integers
 when ``2 * micros * ca + cb`` cannot overflow for any line of the period (every
 ordinary price), else in ``NUMERIC`` (``big`` says which); both are exact.
 """
@@ -30,7 +31,6 @@ from reporting.billing.pricelist import UNITS, PriceVersion
 from reporting.billing.rating import Price, price_of
 
 _INT64 = 2**63 - 1
-_CENTS_PER_MICRO = Fraction(10**money.MINOR_PLACES, money.MICROS_PER_HOUR)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,17 +74,21 @@ class Kind:
     label: str | None  # the price list version, e.g. "default/2"
     unit: str | None
     price: Price
+    places: int = money.MINOR_PLACES  # the decimals of its currency's minor unit
 
     @property
     def rated(self) -> bool:
         return self.price.per_hour is not None
 
-    def cents_per_micro(self) -> Fraction | None:
-        return None if self.price.per_hour is None else self.price.per_hour * _CENTS_PER_MICRO
+    def minor_per_micro(self) -> Fraction | None:
+        """The price per microsecond in minor units of the currency."""
+        if self.price.per_hour is None:
+            return None
+        return self.price.per_hour * Fraction(10**self.places, money.MICROS_PER_HOUR)
 
     def integer_safe(self, max_micros: int) -> bool:
         """Whether ``2 * micros * ca + cb`` fits in 64 bits for every line."""
-        per_micro = self.cents_per_micro()
+        per_micro = self.minor_per_micro()
         if per_micro is None:
             return False
         ca, cb = per_micro.numerator, per_micro.denominator
@@ -108,6 +112,7 @@ def price(distinct: Iterable[tuple[str, bool, str, str, Any]],
                 state=state, size_text=size_text, size=size,
                 label=version.label if version else None, unit=UNITS.get(rtype),
                 price=price_of(rtype, size, None if state_null else state, version),
+                places=version.minor_units if version is not None else money.MINOR_PLACES,
             ))
     kinds.sort(key=lambda k: (k.number, k.resource_type, k.state_null, k.state, k.size_text))
     return [dataclasses.replace(k, kid=n) for n, k in enumerate(kinds, 1)]

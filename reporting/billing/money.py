@@ -3,7 +3,9 @@
 Durations are whole microseconds and an hour is 3,600,000,000 of them, so an hour
 count is in general not a finite decimal (one second is 0.000277… h).  Amounts are
 therefore computed as exact fractions and rounded once, half-even, to the minor
-unit; only the displayed quantity and unrounded amount are cut to ``DISPLAY_PLACES``.
+unit of the currency (``places``: its ISO 4217 minor units, ``reporting.billing.
+currencies``; JPY 0, EUR 2, KWD 3); only the displayed quantity and unrounded amount
+are cut to ``DISPLAY_PLACES``.
 
 Decimal arithmetic runs in ``EXACT``: Python's default context keeps 28 significant
 digits, so it would round a large amount silently (or refuse to quantize it), and a
@@ -29,7 +31,7 @@ from decimal import (
 from fractions import Fraction
 
 MICROS_PER_HOUR = 3_600_000_000
-MINOR_PLACES = 2  # every currency is billed in hundredths
+MINOR_PLACES = 2  # hundredths: what ``places`` is when nothing says otherwise
 DISPLAY_PLACES = 12  # quantity and amount_unrounded: finer than one microsecond of anything
 
 # A rate or modifier on the wire: a non-negative decimal string, never a JSON number.
@@ -59,9 +61,10 @@ def multiply(left: Decimal, right: Decimal) -> Decimal:
     return EXACT.multiply(left, right)
 
 
-def cents(count: int | Decimal) -> Decimal:
-    """A whole number of hundredths as an amount, exactly (``1234`` is ``12.34``)."""
-    return Decimal(count).scaleb(-MINOR_PLACES, context=EXACT)
+def minor(count: int | Decimal, places: int) -> Decimal:
+    """A whole number of minor units as an amount, exactly (``1234`` is ``12.34`` with
+    two places, ``1.234`` with three, ``1234`` with none)."""
+    return Decimal(count).scaleb(-places, context=EXACT)
 
 
 class MoneyError(ValueError):
@@ -117,7 +120,11 @@ def display(value: Fraction) -> str:
     return plain or "0"
 
 
-def money(value: Decimal) -> str:
-    """An amount in the minor unit's form, e.g. ``"12.30"``."""
-    minor = Decimal(1).scaleb(-MINOR_PLACES)
-    return format(value.quantize(minor, rounding=ROUND_HALF_EVEN, context=EXACT), "f")
+def money(value: Decimal, places: int = MINOR_PLACES) -> str:
+    """An amount with the minor unit's ``places`` decimals, e.g. ``"12.30"`` (EUR),
+    ``"1230"`` (JPY), ``"12.300"`` (KWD).  Every amount Tally computes is already a
+    whole number of minor units; one finer (an adjustment of a period closed when
+    every currency was rounded to hundredths) keeps its digits: never rounded here."""
+    exponent = value.normalize(context=EXACT).as_tuple().exponent
+    shown = max(places, -exponent) if isinstance(exponent, int) else places
+    return format(value.quantize(Decimal(1).scaleb(-shown), context=EXACT), "f")

@@ -14,7 +14,10 @@ A document (``PUT /v1/price-lists/{cloud}``; ``docs/statements.md``)::
      "state_modifiers": {"instance": {"shutoff": "0.5", "shelved": "0"}}}
 
 Every amount is a decimal string; every member not listed here is refused, so a
-misspelt key never silently prices something at nothing.
+misspelt key never silently prices something at nothing.  A new version
+(``parse_new``) is also refused for text no database can hold and for a currency that
+is not an ISO 4217 code with a minor unit: a stored version is never removed, so
+whatever it holds is priced, summed and closed with for ever.
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from mapping.event import MAX_ID_LEN, TimestampError, parse_timestamp
+from reporting.billing import currencies
 from reporting.billing.money import MoneyError, parse_decimal
 
 DEFAULT_LIST = "default"  # applies to every cloud without a list of its own
@@ -75,6 +79,8 @@ class PriceVersion:
     zero_rated_projects: frozenset[str]
     rates: Mapping[str, TypeRate]
     state_modifiers: Mapping[str, Mapping[str, Decimal]]
+    # The decimals amounts are rounded to: the currency's ISO 4217 minor units.
+    minor_units: int = currencies.LEGACY_PLACES
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
@@ -169,7 +175,57 @@ def parse(document: Any, label: str = "") -> PriceVersion:
         zero_rated_projects=projects,
         rates=rates,
         state_modifiers=state_modifiers,
+        minor_units=currencies.places(currency),
     )
+
+
+def minor_units_of(versions: Sequence[PriceVersion]) -> int:
+    """The minor units a timeline's amounts are rounded to (every version shares one
+    currency; hundredths without a version)."""
+    return versions[-1].minor_units if versions else currencies.LEGACY_PLACES
+
+
+def _unstorable(text: str) -> str | None:
+    """What in ``text`` neither PostgreSQL text nor UTF-8 can hold, if anything."""
+    if "\x00" in text:
+        return "a NUL character (U+0000)"
+    for char in text:
+        if "\ud800" <= char <= "\udfff":
+            return f"a lone surrogate (U+{ord(char):04X})"
+    return None
+
+
+def refuse_unstorable(value: Any, where: str = "the price list") -> None:
+    """Raise PriceListError naming the first string (member name or value) that no
+    database can hold: PostgreSQL refuses NUL in text and UTF-8 has no surrogates, so
+    such a version could be stored as JSON text but never priced with."""
+    if isinstance(value, str):
+        found = _unstorable(value)
+        if found is not None:
+            raise PriceListError(f"{where} holds {found}, which no stored text can hold")
+    elif isinstance(value, dict):
+        for key, member in value.items():
+            shown = ascii(key) if isinstance(key, str) and _unstorable(key) else key
+            refuse_unstorable(key, f"the member name {shown} of {where}")
+            refuse_unstorable(member, f"{where}.{shown}" if where != "the price list" else shown)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            refuse_unstorable(item, f"{where}[{index}]")
+
+
+def parse_new(document: Any, stored_currency: str | None) -> PriceVersion:
+    """Validate a document offered as a new version: ``parse``'s rules, every string
+    storable, and the currency an ISO 4217 code with a minor unit.  ``stored_currency``
+    (the currency of the versions stored, if any) is accepted as it is: it was accepted
+    before codes were checked against ISO 4217, and every version must use it."""
+    refuse_unstorable(document)
+    version = parse(document)
+    if (currencies.minor_units(version.currency) is None
+            and version.currency != stored_currency):
+        raise PriceListError(
+            f"currency {version.currency} is not an ISO 4217 code with a minor unit "
+            "(e.g. EUR, JPY, KWD)")
+    return version
 
 
 def in_effect(

@@ -3,7 +3,7 @@
 One line per lifecycle interval of a project's resources, clipped to the period,
 to *now* (nothing is billed for time that has not happened) and cut at price
 version boundaries.  ``amount`` is quantity × rate × modifier rounded half-even to
-the cent per line; a line Tally cannot rate says why in ``unrated`` and has no
+the currency's minor unit per line (``places``: the cent of EUR, the yen); a line Tally cannot rate says why in ``unrated`` and has no
 amount (never a silent zero).  The database computes the same sums for the
 per-project summaries (``reporting.billing.sql_rating``); tests keep both equal.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from fractions import Fraction
@@ -52,11 +53,13 @@ class Line:
     zero_rated: bool
     exact_amount: Fraction | None  # None when unrated
     unrated: str | None
-    # The exact amount rounded half-even to the cent (None when unrated).
+    places: int = money.MINOR_PLACES  # the decimals of the currency's minor unit
+    # The exact amount rounded half-even to the minor unit (None when unrated).
     amount: Decimal | None = dataclasses.field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        amount = None if self.exact_amount is None else money.round_half_even(self.exact_amount)
+        amount = (None if self.exact_amount is None
+                  else money.round_half_even(self.exact_amount, self.places))
         object.__setattr__(self, "amount", amount)
 
     def as_dict(self) -> dict[str, Any]:
@@ -78,7 +81,7 @@ class Line:
             "amount_unrounded": (
                 None if self.exact_amount is None else money.display(self.exact_amount)
             ),
-            "amount": None if amount is None else money.money(amount),
+            "amount": None if amount is None else money.money(amount, self.places),
             "unrated": self.unrated,
         }
 
@@ -93,6 +96,13 @@ def _size_number(size: Mapping[str, Any] | None, member: str) -> Decimal | None:
     return money.number_to_decimal(size.get(member))
 
 
+def _no_flavor(flavor: Any) -> str:
+    """Why a size names no flavor: none at all, or a value that is not a name."""
+    if flavor is None:
+        return "the size has no flavor"
+    return f"the size's flavor {json.dumps(flavor, sort_keys=True)} is not a name"
+
+
 def base_rate(
     resource_type: str, size: Mapping[str, Any] | None, version: PriceVersion
 ) -> tuple[Decimal, Decimal] | str:
@@ -105,6 +115,9 @@ def base_rate(
         if isinstance(flavor, str) and flavor in rates.by_flavor:
             return rates.by_flavor[flavor], _ONE
         if rates.by_resources is None:
+            if not isinstance(flavor, str):  # say what is missing, not "flavor None"
+                return (f"{_no_flavor(flavor)} and price list {version.label} rates "
+                        "instances by flavor only")
             return f"no rate for flavor {flavor} in price list {version.label}"
         total = Decimal(0)
         for member in INSTANCE_RESOURCES:
@@ -112,6 +125,8 @@ def base_rate(
                 continue
             amount = _size_number(size, member)
             if amount is None:
+                if not isinstance(flavor, str):
+                    return f"{_no_flavor(flavor)} and no {member}"
                 return f"flavor {flavor} has no rate and the size has no {member}"
             total = money.add(total, money.multiply(amount, rates.by_resources[member]))
         return total, _ONE
@@ -192,21 +207,25 @@ def rate_piece(
     end: dt.datetime,
     version: PriceVersion | None,
     cache: _PriceCache | None = None,
+    places: int | None = None,
 ) -> Line:
-    """The line of ``item``'s interval over ``[start, end)``, priced by ``version``."""
+    """The line of ``item``'s interval over ``[start, end)``, priced by ``version``
+    and rounded to ``places`` (None: the minor units of the version's currency)."""
     interval = item.interval
     price = (_cached_price(cache, item.resource_type, interval.size, interval.state, version)
              if cache is not None
              else _price(item.resource_type, interval.size, interval.state, version))
     zero_rated = version is not None and interval.project_id in version.zero_rated_projects
+    if places is None:
+        places = version.minor_units if version is not None else money.MINOR_PLACES
     return line_of(item.resource_type, item.resource_id, interval, start, end,
                    version.label if version else None, UNITS.get(item.resource_type), price,
-                   zero_rated)
+                   zero_rated, places)
 
 
 def line_of(resource_type: str, resource_id: str, interval: Interval, start: dt.datetime,
             end: dt.datetime, label: str | None, unit: str | None, price: Price,
-            zero_rated: bool) -> Line:
+            zero_rated: bool, places: int) -> Line:
     """The line of a piece ``[start, end)`` of ``interval`` priced by ``price``: the one
     construction of a line, for a statement computed now and for one a close froze
     (``reporting.billing.frozen`` keeps each piece's price, label and unit)."""
@@ -224,6 +243,7 @@ def line_of(resource_type: str, resource_id: str, interval: Interval, start: dt.
         "price_list_version": label,
         "unit": unit,
         "quantity": hours * price.factor if price.factor is not None else hours,
+        "places": places,
     }
     if zero_rated:
         # A zero-rated project owes nothing whatever its resources are.
@@ -252,8 +272,10 @@ def rate_intervals(
     period_start: dt.datetime,
     period_end: dt.datetime,
     now: dt.datetime,
+    places: int | None = None,
 ) -> list[Line]:
-    """Every line of ``items`` in ``[period_start, period_end)``, in statement order."""
+    """Every line of ``items`` in ``[period_start, period_end)``, in statement order,
+    rounded to ``places`` (None: each version's currency's minor units)."""
     lines: list[Line] = []
     cache: _PriceCache = {}
     for item in items:
@@ -261,7 +283,7 @@ def rate_intervals(
         if clipped is None:
             continue
         for start, end, version in in_effect(versions, *clipped):
-            lines.append(rate_piece(item, start, end, version, cache))
+            lines.append(rate_piece(item, start, end, version, cache, places))
     lines.sort(key=lambda line: (line.resource_type, line.resource_id, line.start))
     return lines
 

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from reporting.billing import (
     adjustments,
     billing_metrics,
+    currencies,
     frozen,
     money,
     periods,
@@ -32,6 +33,7 @@ def _empty_closed(cloud: str, project_id: str, period: str, closed: BillingPerio
     document = statements.document(
         cloud=cloud, project_id=project_id, period=period, currency_code=closed.currency,
         closed=True, computed_at=closed.closed_at, lines=[], adjustments=[],
+        places=closed.minor_units,
     )
     return statements.text(document)
 
@@ -43,7 +45,7 @@ def statement_text(session: Session, cloud: str, project_id: str, period: str,
     if period in closed:
         row = session.get(ClosedStatement, (cloud, period, project_id))
         if row is not None:
-            return frozen.text(session, row)
+            return frozen.text(session, row, closed[period].minor_units)
         return _empty_closed(cloud, project_id, period, closed[period])
     start, end = periods.parse(period)
     versions = timeline(session, cloud)
@@ -81,9 +83,11 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
     """Up to ``limit`` project summaries after project ``after``, and whether more follow."""
     closed = statements.closed_periods(session, cloud)
     if period in closed:
-        return _closed_summaries(session, cloud, period, after, limit)
+        return _closed_summaries(session, cloud, period, after, limit,
+                                 closed[period].minor_units)
     start, end = periods.parse(period)
     versions = timeline(session, cloud)
+    places = currencies.places(statements.currency(versions, end))
     pending = adjustments.pending(session, cloud, period, closed, versions, now)
     extra = sorted({a.project_id for a in pending if after is None or a.project_id > after})
     # Where the database can, one set-based query rates the page's projects and finds them.
@@ -99,16 +103,17 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
     for project in page:
         subtotal, unrated = totals.get(project, (Decimal("0.00"), 0))
         items.append({
-            "project_id": project, "subtotal": money.money(subtotal),
-            "adjustments_total": money.money(found[project]),
-            "total": money.money(money.add(subtotal, found[project])), "unrated_lines": unrated,
+            "project_id": project, "subtotal": money.money(subtotal, places),
+            "adjustments_total": money.money(found[project], places),
+            "total": money.money(money.add(subtotal, found[project]), places),
+            "unrated_lines": unrated,
         })
     billing_metrics.STATEMENTS_COMPUTED.labels(cloud=cloud, kind="summary").inc(len(items))
     return items, more
 
 
 def _closed_summaries(session: Session, cloud: str, period: str, after: str | None,
-                      limit: int) -> tuple[list[dict[str, Any]], bool]:
+                      limit: int, places: int) -> tuple[list[dict[str, Any]], bool]:
     model = ClosedStatement
     query = (
         sa.select(model.project_id, model.subtotal, model.adjustments_total, model.total,
@@ -120,9 +125,9 @@ def _closed_summaries(session: Session, cloud: str, period: str, after: str | No
         query = query.where(model.project_id > after)
     rows = session.execute(query).all()
     items = [
-        {"project_id": r.project_id, "subtotal": money.money(r.subtotal),
-         "adjustments_total": money.money(r.adjustments_total), "total": money.money(r.total),
-         "unrated_lines": r.unrated_lines}
+        {"project_id": r.project_id, "subtotal": money.money(r.subtotal, places),
+         "adjustments_total": money.money(r.adjustments_total, places),
+         "total": money.money(r.total, places), "unrated_lines": r.unrated_lines}
         for r in rows[:limit]
     ]
     return items, len(rows) > limit

@@ -16,9 +16,9 @@ from decimal import Decimal
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from reporting.billing import frozen, periods, sql_rating
+from reporting.billing import frozen, money, periods, sql_rating
 from reporting.billing import kinds as kinds_of
-from reporting.billing.pricelist import PriceVersion
+from reporting.billing.pricelist import PriceVersion, minor_units_of
 from reporting.db.billing_models import ClosedKind
 
 # The pieces are grouped per project by a sort, in bounded memory whatever the
@@ -34,7 +34,7 @@ INSERT INTO closed_statements (cloud, period, project_id, body, subtotal, adjust
                                total, unrated_lines, lines_at, line_resource_ids,
                                line_starts, line_lengths, line_event_ids, line_kinds)
 SELECT :cloud, :period, l.project_id COLLATE "C", '',
-       (COALESCE(SUM(l.bc), 0) + COALESCE(SUM(l.nc), 0)) * 0.01, 0, 0,
+       (COALESCE(SUM(l.bc), 0) + COALESCE(SUM(l.nc), 0)) * CAST(:minor AS numeric), 0, 0,
        COUNT(*) FILTER (WHERE l.unrated), 0, array_agg(l.rid), array_agg(l.so), array_agg(l.m),
        array_agg(l.eid), array_agg(l.kz)
 FROM (
@@ -60,7 +60,9 @@ def freeze(session: Session, cloud: str, period: str, versions: Sequence[PriceVe
     kinds found are all the pieces'); answers each project's subtotal and unrated
     lines."""
     start, end = periods.parse(period)
-    params = {"cloud": cloud, "period": period, "pstart": start, "cap": end}
+    # the sums are in minor units: one of them is 0.01 (EUR), 1 (JPY) or 0.001 (KWD)
+    params = {"cloud": cloud, "period": period, "pstart": start, "cap": end,
+              "minor": money.text(money.minor(1, minor_units_of(versions)))}
     ranges = kinds_of.ranges(versions, start, end)
     with sql_rating.local_settings(session, sql_rating.SETTINGS):
         kinds = kinds_of.price(sql_rating.distinct_kinds(session, params), ranges)

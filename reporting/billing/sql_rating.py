@@ -5,7 +5,7 @@ interval overlapping the period is clipped to the period and to *now* and cut at
 price version boundaries (a join with the versions' ranges, bound as ``VALUES``);
 each piece joins its kind (``reporting.billing.kinds``: priced once in Python by the
 pure rating's own code) and costs a multiplication and an exact half-even rounding
-to the cent.  Zero-rated pieces bill 0, unrated ones count.
+to the currency's minor unit.  Zero-rated pieces bill 0, unrated ones count.
 
 The kinds are found by a first query, so a kind written between the two statements
 (a concurrent ingest, outside a snapshot) finds no match: the rating counts such
@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from reporting.billing import kinds as kinds_of
 from reporting.billing import money
 from reporting.billing.kinds import Kind, VersionRange
-from reporting.billing.pricelist import PriceVersion
+from reporting.billing.pricelist import PriceVersion, minor_units_of
 
 _ATTEMPTS = 5  # kinds re-priced at most this often when ingest adds some meanwhile
 
@@ -78,7 +78,7 @@ def pieces(params: dict[str, Any], periods: Sequence[VersionRange], kinds: Seque
                     for r in periods]
     kind_rows = []
     for kind in kinds:
-        per_micro = kind.cents_per_micro()
+        per_micro = kind.minor_per_micro()
         big = None if per_micro is None else kind.integer_safe(max_micros)
         kind_rows.append((
             kind.kid, kind.number, kind.resource_type, kind.state_null, kind.state,
@@ -116,7 +116,7 @@ LEFT JOIN {zero_values} ON z.n = v.n AND z.project_id = ri.project_id
 WHERE {_OVERLAP} AND p.e > p.s"""  # noqa: S608 - constants and bound parameters only
 
 
-# A piece's amount in cents, exactly: round_half_even(m * ca / cb) as
+# A piece's amount in minor units (cents, yen, fils), exactly: round_half_even(m * ca / cb) as
 # (2 m ca + cb) div (2 cb), less one on an exact half that rounded up to odd.  A piece
 # lies within one month, so its length in float seconds is exact to far below a
 # microsecond and rounds to the exact count (``d.m``).
@@ -196,7 +196,8 @@ GROUP BY ri.project_id"""  # noqa: S608 - constants and bound parameters only
         else:
             raise RuntimeError(f"the kinds of {cloud} kept changing while rating it")
     found = {
-        row.project_id: (money.cents(int(row.big_cents or 0) + int(row.numeric_cents or 0)),
+        row.project_id: (money.minor(int(row.big_cents or 0) + int(row.numeric_cents or 0),
+                                     minor_units_of(versions)),
                          int(row.unrated))
         for row in rows
     }

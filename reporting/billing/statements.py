@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from mapping.event import format_timestamp
-from reporting.billing import money, periods, rating
+from reporting.billing import currencies, money, periods, rating
 from reporting.billing.pricelist import PriceVersion
 from reporting.db.billing_models import BillingPeriod
 from reporting.db.models import ResourceInterval
@@ -44,12 +44,12 @@ class Adjustment:
     amount: Decimal
     event_ids: list[str]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, places: int = money.MINOR_PLACES) -> dict[str, Any]:
         return {
             "period": self.source_period,
             "resource_type": self.resource_type,
             "resource_id": self.resource_id,
-            "amount": money.money(self.amount),
+            "amount": money.money(self.amount, places),
             "event_ids": self.event_ids,
         }
 
@@ -143,11 +143,14 @@ def currency(versions: Sequence[PriceVersion], period_end: dt.datetime) -> str |
 def document(
     *, cloud: str, project_id: str, period: str, currency_code: str | None, closed: bool,
     computed_at: dt.datetime, lines: Sequence[rating.Line], adjustments: Sequence[Adjustment],
-    frozen: tuple[Decimal, int] | None = None,
+    frozen: tuple[Decimal, int] | None = None, places: int | None = None,
 ) -> dict[str, Any]:
     """The statement as answered (field order fixed).  ``frozen``: the subtotal and
     unrated count of lines left out of ``lines`` (a frozen statement's envelope,
-    ``envelope``)."""
+    ``envelope``).  Amounts have ``places`` decimals: the minor units of the
+    currency (None: of ``currency_code``), or those a close recorded."""
+    if places is None:
+        places = currencies.places(currency_code)
     subtotal = rating.subtotal(lines) if frozen is None else frozen[0]
     adjustments_total = money.total(a.amount for a in adjustments)
     return {
@@ -159,10 +162,10 @@ def document(
         "provisional": not closed,
         "computed_at": format_timestamp(computed_at),
         "lines": [line.as_dict() for line in lines],
-        "adjustments": [a.as_dict() for a in adjustments],
-        "subtotal": money.money(subtotal),
-        "adjustments_total": money.money(adjustments_total),
-        "total": money.money(money.add(subtotal, adjustments_total)),
+        "adjustments": [a.as_dict(places) for a in adjustments],
+        "subtotal": money.money(subtotal, places),
+        "adjustments_total": money.money(adjustments_total, places),
+        "total": money.money(money.add(subtotal, adjustments_total), places),
         "unrated_lines": (sum(1 for line in lines if line.unrated is not None)
                           if frozen is None else frozen[1]),
     }

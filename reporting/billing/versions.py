@@ -3,7 +3,10 @@
 A cloud's timeline is the ``default`` list's versions up to the first version of the
 cloud's own list, then the cloud's own versions: a cloud without a list of its own
 (yet) is priced by ``default``.  Versions are never edited or removed, and a new one
-may not take effect inside a period already closed (a closed statement never changes).
+may not take effect before the end of a closed period it would price (a closed
+statement never changes): a ``default`` version never prices a cloud from the first
+version of the cloud's own list on, and no version prices past the next version of
+its own list.
 """
 
 from __future__ import annotations
@@ -62,18 +65,48 @@ def timeline(session: Session, cloud: str) -> list[PriceVersion]:
     return shared + own
 
 
-def _latest_closed_end(session: Session, name: str) -> tuple[dt.datetime, str, str] | None:
-    """End of the newest closed period the list ``name`` may price (any cloud for
-    ``default``), with that period and cloud."""
+def _next(froms: list[dt.datetime], moment: dt.datetime) -> dt.datetime | None:
+    return min((when for when in froms if when > moment), default=None)
+
+
+def _priced_until(name: str, cloud: str, effective_from: dt.datetime,
+                  froms: dict[str, list[dt.datetime]]) -> tuple[bool, dt.datetime | None]:
+    """Whether a new version of list ``name`` from ``effective_from`` would price
+    ``cloud``, and until when (None: for ever): a ``default`` version prices a cloud
+    only before the first version of the cloud's own list, and every version only
+    until the next version of its own list."""
+    until = _next(froms.get(name, []), effective_from)
+    if name != DEFAULT_LIST:
+        return True, until
+    own = froms.get(cloud, []) if cloud != DEFAULT_LIST else []
+    if own:
+        first_own = min(own)
+        if first_own <= effective_from:
+            return False, None
+        until = first_own if until is None else min(until, first_own)
+    return True, until
+
+
+def _closed_priced(session: Session, name: str, effective_from: dt.datetime
+                   ) -> tuple[str, str] | None:
+    """The newest closed period (period, cloud) a new version of list ``name`` from
+    ``effective_from`` would price, if any (any cloud's for ``default``)."""
+    froms: dict[str, list[dt.datetime]] = {}
+    for list_name, when in session.execute(
+            sa.select(PriceListVersion.name, PriceListVersion.effective_from)):
+        froms.setdefault(list_name, []).append(when)
     query = sa.select(BillingPeriod.cloud, BillingPeriod.period)
     if name != DEFAULT_LIST:
         query = query.where(BillingPeriod.cloud == name)
-    found = None
+    found: tuple[dt.datetime, str, str] | None = None
     for cloud, period in session.execute(query):
-        end = periods.parse(period)[1]
-        if found is None or end > found[0]:
+        start, end = periods.parse(period)
+        prices, until = _priced_until(name, cloud, effective_from, froms)
+        if not prices or effective_from >= end:
+            continue
+        if (until is None or start < until) and (found is None or end > found[0]):
             found = (end, period, cloud)
-    return found
+    return None if found is None else (found[1], found[2])
 
 
 def add(session: Session, name: str, document: Any, who: str, now: dt.datetime
@@ -81,7 +114,8 @@ def add(session: Session, name: str, document: Any, who: str, now: dt.datetime
     """Validate and store a new version of list ``name`` (caller commits).
 
     Raises PriceListError (invalid document) or VersionConflict."""
-    version = pricelist.parse(document)
+    stored = session.execute(sa.select(PriceListVersion.currency).limit(1)).scalar()
+    version = pricelist.parse_new(document, stored)
     other = session.execute(
         sa.select(PriceListVersion).where(PriceListVersion.currency != version.currency).limit(1)
     ).scalar()
@@ -98,11 +132,11 @@ def add(session: Session, name: str, document: Any, who: str, now: dt.datetime
                 f"version {label(row.name, row.number)} already takes effect at "
                 f"{format_timestamp(row.effective_from)}; versions are never edited"
             )
-    closed = _latest_closed_end(session, name)
-    if closed is not None and version.effective_from < closed[0]:
+    closed = _closed_priced(session, name, version.effective_from)
+    if closed is not None:
         raise VersionConflict(
-            f"effective_from falls before the end of closed period {closed[1]} of cloud "
-            f"{closed[2]}; a closed statement never changes"
+            f"effective_from falls before the end of closed period {closed[0]} of cloud "
+            f"{closed[1]}, which this version would price; a closed statement never changes"
         )
     number = max((row.number for row in existing), default=0) + 1
     row = PriceListVersion(

@@ -8,7 +8,6 @@ API exactly as the operator typed them.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -18,14 +17,17 @@ import yaml
 from reporting.cli import table
 from reporting.cli.commands import Output
 from reporting.cli.http import ApiClient
+from reporting.unique_keys import DuplicateKeyError, DuplicateYamlKey, UniqueKeyLoader, loads_json
+from reporting.yaml_errors import where_and_why
 
 
 class DocumentError(Exception):
     """A price list file that cannot be read (a usage error, exit 2)."""
 
 
-class _TextScalars(yaml.SafeLoader):
-    """YAML where numbers and timestamps stay the text they were written as."""
+class _TextScalars(UniqueKeyLoader):
+    """YAML where numbers and timestamps stay the text they were written as (and a
+    key written twice is refused)."""
 
 
 def _as_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
@@ -37,15 +39,20 @@ for _tag in ("int", "float", "timestamp"):
 
 
 def read_document(path: str) -> Any:
-    """A price list document from a JSON or YAML file, numbers kept as text."""
+    """A price list document from a JSON or YAML file, numbers kept as text; a key
+    written twice in one object is refused with its line (else the last would win)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise DocumentError(f"cannot read {path}: {exc}") from None
     try:
         if path.endswith(".json"):
-            return json.loads(text, parse_float=str, parse_int=str)
+            return loads_json(text, parse_float=str, parse_int=str)
         return yaml.load(text, Loader=_TextScalars)  # noqa: S506 - a SafeLoader subclass
+    except DuplicateKeyError as exc:
+        raise DocumentError(f"{path}: {exc}; each member is written once") from None
+    except DuplicateYamlKey as exc:
+        raise DocumentError(f"{path}{where_and_why(exc)}; each key is written once") from None
     except (ValueError, yaml.YAMLError) as exc:
         raise DocumentError(f"{path} is not valid JSON or YAML: {exc}") from None
 

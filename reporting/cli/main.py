@@ -17,6 +17,7 @@ from mapping.api_url import ApiUrlError, check_base_url
 from mapping.token_file import TokenFileError, read_token_file
 from reporting.cli import billing, commands, keystone, table
 from reporting.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
+from reporting.cli.pipes import quiet_on_broken_pipe
 
 PROG = "tally"
 DEFAULT_URL = "http://127.0.0.1:8779"
@@ -218,6 +219,7 @@ def _print(output: commands.Output, fmt: str) -> None:
         print(output.footer)
 
 
+@quiet_on_broken_pipe  # `tally … | head` ends quietly
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Command = args.handler

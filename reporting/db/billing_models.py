@@ -92,6 +92,9 @@ class BillingPeriod(Base):
     # The currency the close billed in (null: no price version priced the cloud); the
     # empty statement of a project without lines is rendered from it.
     currency: Mapped[str | None] = mapped_column(String(3))
+    # The decimals its amounts were rounded to (the currency's ISO 4217 minor units;
+    # 2 for periods closed before revision 0020): its frozen lines are rendered so.
+    minor_units: Mapped[int] = mapped_column(Integer)
 
 
 class ClosedStatement(Base):

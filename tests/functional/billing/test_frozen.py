@@ -253,7 +253,7 @@ def test_the_envelope_takes_the_lines_where_the_document_has_them() -> None:
     line = rating.line_of("instance", 'i"1', Interval(
         dt.datetime(2026, 10, 1), dt.datetime(2026, 10, 2), '"lines":[', None, None, "e"),
         dt.datetime(2026, 10, 1), dt.datetime(2026, 10, 2), None, "hour",
-        rating.price_of("instance", None, None, None), False)
+        rating.price_of("instance", None, None, None), False, 2)
     for project in ['"lines":[', "p", "p\\", "é"]:
         document = statements.document(
             cloud="c1", project_id=project, period=PERIOD, currency_code=None, closed=True,

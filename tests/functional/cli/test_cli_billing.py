@@ -5,6 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ import pytest
 from tests.functional.billing.history import october
 from tests.functional.cli.conftest import Api
 from tests.functional.cli.test_cli import run, table_rows
+from tests.functional.reporting.fixtures import TOKENS
 
 PRICES_YAML = """\
 effective_from: 2026-10-01T00:00:00Z
@@ -88,3 +92,25 @@ def test_period_close_and_list(priced: Api, capsys: pytest.CaptureFixture[str]) 
     code, out, _err = run(priced, capsys, "--format", "json", "period", "list", "c1")
     periods = {p["period"]: p["status"] for p in json.loads(out)}
     assert periods["2026-10"] == "closed" and periods["2026-11"] == "open"
+
+
+@pytest.mark.parametrize("argv", [
+    ["statement", "--cloud", "c1", "--period", "2026-10", "--project", "p1"],
+    ["statement", "--cloud", "c1", "--period", "2026-10", "--project", "p1", "--format", "csv"],
+    ["--format", "json", "price-list", "show", "default"],
+])
+def test_a_reader_that_stops_early_ends_the_command_quietly(priced: Api, argv: list[str]) -> None:
+    """``tally … | head -1``: the reader is gone before the command writes (its end of
+    the pipe closed first, so every write fails): no traceback, the exit status of a
+    command SIGPIPE ended."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(  # noqa: S603 - this interpreter, fixed arguments
+            [sys.executable, "-m", "reporting.cli.main", "--url", priced.url, "--token",
+             TOKENS["read"], *argv], stdout=write, stderr=subprocess.PIPE, timeout=120,
+            check=False)
+    finally:
+        os.close(write)
+    assert done.stderr.decode() == ""
+    assert done.returncode == 141

@@ -265,6 +265,40 @@ def test_0014_gives_each_closed_period_the_currency_its_close_used(empty_db_url:
     assert currencies()[("c2", "2026-08")] == "EUR"
 
 
+def test_0020_gives_periods_closed_before_it_hundredths(empty_db_url: str) -> None:
+    """Every currency was rounded to hundredths before 0020 (JPY included): a period
+    closed then keeps rendering its frozen lines in hundredths."""
+    migrations.upgrade(empty_db_url, "0017_fold_probe_indexes")
+    engine = sa.create_engine(empty_db_url)
+    with engine.begin() as conn:
+        for cloud, currency in (("c1", "JPY"), ("c2", None)):
+            conn.execute(sa.text(
+                "INSERT INTO billing_periods (cloud, period, status, closed_at, closed_by, "
+                "cutoff_seq, currency) VALUES (:cloud, '2026-09', 'closed', :at, 't', 0, :cur)"),
+                {"cloud": cloud, "at": dt.datetime(2026, 10, 2), "cur": currency})
+    engine.dispose()
+
+    def minor_units() -> dict[str, Any]:
+        engine = sa.create_engine(empty_db_url)
+        with engine.connect() as conn:
+            found = {r.cloud: r.minor_units for r in conn.execute(
+                sa.text("SELECT cloud, minor_units FROM billing_periods"))}
+            nullable = {c["name"]: c["nullable"] for c in sa.inspect(conn).get_columns(
+                "billing_periods")}["minor_units"]
+        engine.dispose()
+        return {**found, "nullable": nullable}
+
+    migrations.upgrade(empty_db_url, "0020_period_minor_units")
+    assert minor_units() == {"c1": 2, "c2": 2, "nullable": False}
+    migrations.downgrade(empty_db_url, "0017_fold_probe_indexes")
+    engine = sa.create_engine(empty_db_url)
+    assert "minor_units" not in {
+        c["name"] for c in sa.inspect(engine).get_columns("billing_periods")}
+    engine.dispose()
+    migrations.upgrade(empty_db_url, "0020_period_minor_units")
+    assert minor_units()["c1"] == 2
+
+
 def _manage(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "reporting.cmd.manage", "--config-file", str(config), *args],

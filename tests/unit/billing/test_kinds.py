@@ -51,10 +51,10 @@ def test_cents_take_64_bit_integers_only_when_no_line_can_overflow() -> None:
     assert _kind("0.020").integer_safe(month)
     assert not _kind("999999999999.999999999999").integer_safe(month)
     # 2 * micros * ca + cb at the 64-bit boundary, either side
-    per_micro = _kind("1").cents_per_micro()
+    per_micro = _kind("1").minor_per_micro()
     assert per_micro == Fraction(1, 36_000_000)
     limit = (2**63 - 1 - per_micro.denominator) // (2 * per_micro.numerator)
     assert _kind("1").integer_safe(limit) and not _kind("1").integer_safe(limit + 1)
     unrated = kinds.Kind(1, 1, "image", False, "", "null", None, None, "gb_hour",
                          rating.price_of("image", None, None, None))
-    assert not unrated.rated and unrated.cents_per_micro() is None
+    assert not unrated.rated and unrated.minor_per_micro() is None

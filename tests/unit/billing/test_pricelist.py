@@ -76,3 +76,50 @@ def test_in_effect_cuts_at_version_boundaries() -> None:
     ]
     assert pricelist.in_effect([v1, v2], dt.datetime(2026, 10, 17), end) == [
         (dt.datetime(2026, 10, 17), end, v2)]
+
+
+@pytest.mark.parametrize(("document", "reason"), [
+    (_with(["zero_rated_projects"], ["p\x00"]),
+     "zero_rated_projects[0] holds a NUL character (U+0000)"),
+    (_with(["zero_rated_projects"], ["ok", "\udc00"]),
+     "zero_rated_projects[1] holds a lone surrogate (U+DC00)"),
+    (_with(["rates", "instance", "by_flavor"], {"m1\x00": "0.020"}),
+     "the member name 'm1\\x00' of rates.instance.by_flavor holds a NUL character"),
+    (_with(["rates", "volume", "type_modifiers"], {"ssd\ud83d": "1.5"}),
+     "holds a lone surrogate (U+D83D)"),
+    (_with(["state_modifiers", "instance"], {"shut\x00off": "0.5"}),
+     "of state_modifiers.instance holds a NUL"),
+    (_with(["effective_from"], "2026-10-01T00:00:00Z\x00"), "effective_from holds a NUL"),
+    (_with(["currency"], "EU\x00"), "currency holds a NUL"),
+    (_with(["rates", "floating_ip", "per"], "hour\udfff"), "rates.floating_ip.per holds a lone"),
+    ({**V1, "oops\x00": 1}, "the member name 'oops\\x00' of the price list holds a NUL"),
+])
+def test_a_new_version_holds_only_storable_text(document: Any, reason: str) -> None:
+    """Text PostgreSQL cannot hold (NUL) or UTF-8 cannot encode (a lone surrogate),
+    anywhere in the document: refused at PUT, where it was accepted and then broke
+    every statement it prices."""
+    with pytest.raises(pricelist.PriceListError) as raised:
+        pricelist.parse_new(document, None)
+    assert reason in str(raised.value)
+
+
+@pytest.mark.parametrize(("code", "places"), [
+    ("EUR", 2), ("USD", 2), ("JPY", 0), ("KRW", 0), ("KWD", 3), ("BHD", 3), ("CLF", 4)])
+def test_the_currency_is_iso_4217_with_its_minor_units(code: str, places: int) -> None:
+    version = pricelist.parse_new({**V1, "currency": code}, None)
+    assert (version.currency, version.minor_units) == (code, places)
+
+
+@pytest.mark.parametrize("code", ["XYZ", "ABC", "DEM", "XXX", "XAU", "XDR"])
+def test_a_code_outside_iso_4217_or_without_minor_unit_is_refused(code: str) -> None:
+    with pytest.raises(pricelist.PriceListError) as raised:
+        pricelist.parse_new({**V1, "currency": code}, None)
+    assert f"currency {code} is not an ISO 4217 code with a minor unit" in str(raised.value)
+
+
+def test_a_code_already_stored_stays_usable_in_hundredths() -> None:
+    """A deployment that stored XYZ before the check keeps pricing (every version
+    must use one currency, so refusing it would leave no version addable)."""
+    version = pricelist.parse_new({**V1, "currency": "XYZ"}, "XYZ")
+    assert version.minor_units == 2
+    assert pricelist.parse({**V1, "currency": "XYZ"}).minor_units == 2

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from reporting.billing import money, pricelist, rating
+from reporting.billing import currencies, money, pricelist, rating
 from reporting.fold import Interval
 
 OCT = (dt.datetime(2026, 10, 1), dt.datetime(2026, 11, 1))
@@ -74,6 +74,25 @@ def test_a_flavor_without_a_rate_is_unrated_never_zero() -> None:
     (line,) = lines(item("instance", at(16), at(16, 10), size), docs=(V1, V2))
     assert line["amount"] is None and line["amount_unrounded"] is None and line["rate"] is None
     assert line["unrated"] == "no rate for flavor custom in price list default/2"
+
+
+@pytest.mark.parametrize(("size", "docs", "reason"), [
+    (None, (V1, V2), "the size has no flavor and price list default/2 rates instances by "
+     "flavor only"),
+    ({"vcpus": 2}, (V1, V2), "the size has no flavor and price list default/2 rates "
+     "instances by flavor only"),
+    ({"flavor": 7}, (V1, V2), "the size's flavor 7 is not a name and price list default/2 "
+     "rates instances by flavor only"),
+    ({"vcpus": 2, "disk_gb": 40}, (V1,), "the size has no flavor and no ram_gb"),
+    (None, (V1,), "the size has no flavor and no vcpus"),
+    ({"flavor": "custom", "vcpus": 2}, (V1,), "flavor custom has no rate and the size has no "
+     "ram_gb"),
+])
+def test_an_unrated_instance_says_what_is_missing(size: Any, docs: tuple[dict[str, Any], ...],
+                                                  reason: str) -> None:
+    """Never "flavor None": a size without a flavor says so."""
+    (line,) = lines(item("instance", at(16), at(16, 10), size), docs=docs)
+    assert line["amount"] is None and line["unrated"] == reason
 
 
 def test_volume_per_gb_hour_with_a_type_modifier_by_name() -> None:
@@ -180,3 +199,34 @@ def test_quantities_that_are_not_finite_decimals_stay_exact_in_the_amount() -> N
 ])
 def test_round_half_even(value: Fraction, places: int, expected: str) -> None:
     assert str(money.round_half_even(value, places)) == expected
+
+
+@pytest.mark.parametrize(("currency", "rate", "expected"), [
+    # 10 h active and 14 h shut off (x 0.5) at the rate, each line rounded half-even to
+    # the currency's minor unit: JPY 12.5 -> 12 and 8.75 -> 9; KWD 0.1234 -> 0.123 and
+    # 0.08638 -> 0.086; BHD (3 places) 0.0125 -> 0.012 (half to even) and 0.00875 ->
+    # 0.009; EUR 0.125 -> 0.12 and 0.0875 -> 0.09.
+    ("JPY", "1.25", (["12", "9"], "21")),
+    ("KWD", "0.01234", (["0.123", "0.086"], "0.209")),
+    ("BHD", "0.00125", (["0.012", "0.009"], "0.021")),
+    ("EUR", "0.0125", (["0.12", "0.09"], "0.21")),
+])
+def test_amounts_are_rounded_to_the_currencys_minor_unit(
+        currency: str, rate: str, expected: tuple[list[str], str]) -> None:
+    document = {**V1, "currency": currency,
+                "rates": {"instance": {"per": "hour", "by_flavor": {"m1.small": rate}}}}
+    rated = rating.rate_intervals(
+        [item("instance", at(2), at(2, 10), SMALL, event="e1"),
+         item("instance", at(2, 10), at(3), SMALL, state="shutoff", event="e2")],
+        versions(document), *OCT, AFTER)
+    assert [line.as_dict()["amount"] for line in rated] == expected[0]
+    assert money.money(rating.subtotal(rated), currencies.places(currency)) == expected[1]
+
+
+@pytest.mark.parametrize(("value", "places", "shown"), [
+    ("12", 0, "12"), ("12.00", 0, "12"), ("0.00", 3, "0.000"), ("1.2", 2, "1.20"),
+    ("-3.12", 0, "-3.12"),  # a finer amount keeps its digits: never rounded away
+    ("500", 2, "500.00"), ("0.1230", 3, "0.123"),
+])
+def test_money_shows_the_minor_units(value: str, places: int, shown: str) -> None:
+    assert money.money(Decimal(value), places) == shown
