@@ -136,3 +136,28 @@ def test_a_run_process_ends_by_itself_when_nobody_kills_it(syncer: Syncer) -> No
     took = time.monotonic() - started
     assert (child.returncode, out) == (-signal.SIGALRM, b"")
     assert left + 2 * KILL_GRACE_S <= took < left + 2 * KILL_GRACE_S + 10, took
+
+
+def test_the_run_process_keeps_its_token_between_runs_and_replaces_a_revoked_one(
+        syncer: Syncer, monkeypatch) -> None:
+    identity = syncer.world.identity
+    issued = []
+    authenticate = identity.authenticate
+
+    def counting(body):
+        token = authenticate(body)
+        issued.append(token)
+        return token
+
+    monkeypatch.setattr(identity, "authenticate", counting)
+    at = T1
+    for _ in range(3):
+        syncer.advance(at)
+        syncer.sync_ok(at)
+        at += dt.timedelta(minutes=10)
+    assert len(issued) == 1  # one token for the three runs of one run process
+    assert identity.revoke(issued[0].value)
+    syncer.advance(at)
+    summary = syncer.sync_ok(at)  # nova's 401 on the kept token: a new one, same run
+    assert summary["status"] == "completed" and summary["stats"]["errors"] == []
+    assert len(issued) == 2
