@@ -53,6 +53,7 @@ from simcloud.billing_check import DEMO_PRICES, check_month
 from simcloud.config import STOCK_EXCHANGES, WorldConfig
 from simcloud.server import SimCloudServer
 from tests.e2e.harness import Collector, Reporting, wait_until
+from tests.functional.collector.harness import consumed
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.rabbit]
 
@@ -127,11 +128,13 @@ def test_a_reconciled_month_equals_the_truth(pg_database: str, rabbit_url: str,
     world.start()
     clouds_yaml = world.write_clouds_yaml(tmp_path / "clouds.yaml")
     reporting = Reporting(tmp_path, pg_database, CLOUD, "sim-admin", clouds_yaml)
-    collector = Collector(tmp_path, CLOUD, rabbit_url, reporting.url, f"tally-e2e-{tag}",
+    pool = f"tally-e2e-{tag}"
+    collector = Collector(tmp_path, CLOUD, rabbit_url, reporting.url, pool,
                           list(exchanges.values()))
     engine = sa.create_engine(pg_database)
     try:
-        time.sleep(3)  # the collector declares its queues before anything is published
+        # The collector declares and binds its queue before anything is published.
+        wait_until(lambda: consumed(rabbit_url, pool), 120, "the collector to consume")
         start = config.start
         end = config.end + dt.timedelta(hours=1)  # transitions under way at the end finish
         at = start + INTERVAL
