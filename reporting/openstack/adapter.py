@@ -38,6 +38,12 @@ from reporting.openstack.http import (
     paginate,
     retrying_session,
 )
+from reporting.openstack.kept_session import (
+    KeptSession,
+    SessionKeeper,
+    process_keeper,
+    settings_of,
+)
 from reporting.openstack.settings import OpenStackSettings, parse_settings
 from reporting.sync.observation import (
     Observation,
@@ -137,36 +143,45 @@ class OpenStackAdapter:
         *,
         budget_s: float,
         environ: Mapping[str, str] | None = None,
+        sessions: SessionKeeper | None = None,
     ) -> None:
         self.cloud = cloud
         self.adapter_config = adapter_config
         self.budget_s = budget_s
         self.environ = environ
+        # The run process keeps its sessions between runs (reporting.openstack.kept_session).
+        self.sessions = sessions if sessions is not None else process_keeper()
 
     def observe(self, request: ObserveRequest) -> Observation:
         settings = parse_settings(self.adapter_config)
         budget = Budget(request.deadline, self.budget_s)
         region = resolve_cloud(settings.os_cloud, self.environ)
-        return _Run(self.cloud, settings, region, budget, request).observe()
+        run = _Run(self.cloud, settings, region, budget, request, self.sessions)
+        observation = run.observe()
+        if run.kept is not None and self.sessions is not None and not observation.errors:
+            self.sessions.keep(self.cloud, run.kept)
+        return observation
 
 
 class _Run:
     def __init__(self, cloud: str, settings: OpenStackSettings,
                  region: cloud_region.CloudRegion, budget: Budget,
-                 request: ObserveRequest) -> None:
+                 request: ObserveRequest, sessions: SessionKeeper | None = None) -> None:
         self.cloud = cloud
         self.settings = settings
         self.region = region
         self.budget = budget
         self.request = request
         self.observation = Observation()
+        self.sessions = sessions
+        self.kept: KeptSession | None = None
 
     # --- run-level steps ---------------------------------------------------------------
 
     def _authenticate(self) -> Any:
         entry = self.settings.os_cloud
         try:
-            session = retrying_session(self.region)
+            session = self._session()
             session.timeout = self.budget.remaining()
             session.get_token()
         except RunAborted:
@@ -176,8 +191,22 @@ class _Run:
             raise RunAborted(f'authenticating against the cloud "{entry}": {exc}') from None
         return session
 
+    def _session(self) -> Any:
+        if self.sessions is None:
+            return retrying_session(self.region)
+        settings = settings_of(self.settings.os_cloud, self.region)
+        self.kept = self.sessions.take(self.cloud, settings)
+        if self.kept is None:
+            self.kept = self.sessions.new(retrying_session(self.region), settings)
+        return self.kept.session
+
     def _client(self, session: Any, service_type: str) -> ServiceClient:
-        return make_client(self.region, session, service_type, self.budget)
+        if self.kept is not None and service_type in self.kept.adapters:
+            return ServiceClient(self.kept.adapters[service_type], self.budget)
+        client = make_client(self.region, session, service_type, self.budget)
+        if self.kept is not None:
+            self.kept.adapters[service_type] = client.adapter
+        return client
 
     def _negotiate(self, nova: ServiceClient) -> NovaVersion:
         """Nova's microversions from its version document.

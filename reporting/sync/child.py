@@ -5,7 +5,9 @@ Started by a serving process when it has a run to do and no idle run process
 as one JSON line on stdin (``reporting.sync.child_job.Job``), each answered as one
 JSON line (the run's stats and the metrics it moved) on its answer pipe, the stdout
 it was started with.  Its logging goes to stderr (or to the configured log file)
-like the service's.  Whatever a run does to its process stays there: the garbage
+like the service's.  Its runs of one cloud share one keystoneauth session while the
+cloud's clouds.yaml entry stays the same (``reporting.openstack.kept_session``).
+Whatever a run does to its process stays there: the garbage
 collector is off while a run holds one object per resource, and a client library
 blocked where no timeout reaches blocks this process only — which the serving
 process kills when the run's budget is spent.
@@ -102,9 +104,12 @@ def main() -> int:
     if job is None:
         return 0
     from reporting.cmd import setup_logging
+    from reporting.openstack.kept_session import keep_sessions_in_this_process
     from reporting.sync import child_metrics
 
     setup_logging(restore(job.options), PROG, to_stderr=True)
+    # Runs of one cloud share a keystoneauth session: token and version discovery.
+    keep_sessions_in_this_process()
     gc.freeze()  # the imports' objects are never collected: keep them out of every scan
     counted = child_metrics.Tally()
     while job is not None:

@@ -54,13 +54,13 @@ def test_a_close_waits_for_the_ingest_in_flight(
         original(*args)
         if threading.current_thread().name == "slow-ingest":
             inside.set()
-            release.wait(10)
+            release.wait(120)  # only a guard against a hang
 
     monkeypatch.setattr(projection, "project", slow_project)
     slow = threading.Thread(target=seed, name="slow-ingest",
                             args=(pg_factory, [_create("in-flight", 2)]))
     slow.start()
-    assert inside.wait(10)
+    assert inside.wait(120)
     # The in-flight ingest holds its receipt number; a later one commits first.
     seed(pg_factory, [_create("later", 3)])
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -68,7 +68,7 @@ def test_a_close_waits_for_the_ingest_in_flight(
         time.sleep(0.5)
         assert not closing_now.done(), "the close must wait for the ingest in flight"
         release.set()
-        slow.join(10)
+        slow.join(120)
         result = closing_now.result(30)
     with pg_factory() as session:
         frozen = truth.frozen(session, "c1", "2026-10")

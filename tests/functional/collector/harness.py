@@ -322,6 +322,15 @@ def queue_depth(rabbit_url: str, name: str) -> tuple[int, int]:
         return int(messages), int(consumers)
 
 
+def consumed(rabbit_url: str, name: str) -> bool:
+    """Whether queue ``name`` exists with a consumer: a listener declares and binds its
+    queue (on every exchange) before it consumes, so what is published now reaches it."""
+    try:
+        return queue_depth(rabbit_url, name)[1] >= 1
+    except Exception:  # no such queue yet: the passive declare fails
+        return False
+
+
 def metric(port: int, name: str, labels: dict[str, str] | None = None) -> float | None:
     """One sample of the collector's /metrics, or None when it is not served (yet)."""
     samples = metric_samples(port)

@@ -4,7 +4,6 @@ sees it: the collector counts each one, so the loss is visible."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import kombu
@@ -15,7 +14,7 @@ from oslo_config import cfg
 from collector import opts
 from collector.service import Collector
 from tests.functional.collector.conftest import Names
-from tests.functional.collector.harness import kombu_url, wait_until
+from tests.functional.collector.harness import consumed, kombu_url, wait_until
 
 pytestmark = [pytest.mark.rabbit]
 
@@ -49,7 +48,7 @@ def test_undecodable_messages_are_counted(
     collector.start()
     try:
         wait_until(lambda: collector.listening, 60, "the listener to consume")
-        time.sleep(0.5)  # the queue is bound once the consumer is declared
+        wait_until(lambda: consumed(rabbit_url, names.pool), 60, "the queue to be consumed")
         for body in (b"not json at all", b'{"oslo.message": "{broken", "oslo.version": "2.0"}'):
             _publish_raw(rabbit_url, names.uid, names.topic, body)
 

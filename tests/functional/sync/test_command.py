@@ -6,7 +6,6 @@ import datetime as dt
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from mapping.event import format_timestamp
 from reporting.cmd import sync as sync_cmd
 from reporting.db.models import SyncLock
 from tests.functional.sync.conftest import START, Syncer
+from tests.functional.sync.held_service import held_service
 
 T1 = START + dt.timedelta(hours=6)
 
@@ -68,34 +68,33 @@ def test_tally_sync_refuses_a_bad_instant(config_file, capsys):
 
 
 def test_a_second_process_gets_409_while_the_first_holds_the_cloud(syncer, config_file,
-                                                                    capsys):
+                                                                    capsys, monkeypatch):
     syncer.advance(T1)
-    syncer.world.world.faults.set("network", delay_s=2)
-    # The first run: another process with its own app and engine on the same database.
-    holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""\
-            import sys
-            from reporting.cmd import load_conf
-            from reporting.app import create_app
-            conf = load_conf(["--config-file", {str(config_file)!r}], prog="holder")
-            client = create_app(conf).test_client()
-            response = client.post("/internal/sync/sim?at={format_timestamp(T1)}",
-                                   headers={{"Authorization": "Bearer tok-admin"}})
-            print(response.status_code)
-            """)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        for _ in range(200):
+    # The first run waits at its floating IP listing until this test lets it go: it
+    # holds the cloud's lock throughout, however long its process takes to get there.
+    with held_service(monkeypatch, "network") as network:
+        # The first run: another process with its own app and engine on the same database.
+        holder = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(f"""\
+                import sys
+                from reporting.cmd import load_conf
+                from reporting.app import create_app
+                conf = load_conf(["--config-file", {str(config_file)!r}], prog="holder")
+                client = create_app(conf).test_client()
+                response = client.post("/internal/sync/sim?at={format_timestamp(T1)}",
+                                       headers={{"Authorization": "Bearer tok-admin"}})
+                print(response.status_code)
+                """)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            network.wait_entered()
             with syncer.factory() as session:
-                if session.execute(sa.select(SyncLock)).first() is not None:
-                    break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the first process never took the lock")
-        assert sync_cmd.main(["--config-file", str(config_file), "sim"]) == 1
-        assert "sim: HTTP 409" in capsys.readouterr().out
-    finally:
-        out, err = holder.communicate(timeout=60)
+                assert session.execute(sa.select(SyncLock)).first() is not None
+            assert sync_cmd.main(["--config-file", str(config_file), "sim"]) == 1
+            assert "sim: HTTP 409" in capsys.readouterr().out
+        finally:
+            network.release()
+            out, err = holder.communicate(timeout=120)
     assert out.strip() == "200", err
     syncer.world.world.faults.clear()
     assert sync_cmd.main(["--config-file", str(config_file), "sim",

@@ -195,7 +195,7 @@ def fake_transport(conf: cfg.ConfigOpts) -> Iterator[oslo_messaging.Transport]:
     transport.cleanup()
 
 
-def _wait_for(condition: Any, timeout: float = 10.0) -> bool:
+def _wait_for(condition: Any, timeout: float = 120.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
