@@ -33,6 +33,7 @@ from mapping.event import (
 )
 from mapping.jsontext import dumps_finite
 from reporting.db.models import ResourceType, SizeName
+from reporting.schema_patterns import LINEAR, UNRUNNABLE, holds_pattern, pattern_problem
 from reporting.schema_refs import OFFLINE_REGISTRY, UNRESOLVABLE, ref_problem
 
 VOLUME_TYPE_KIND = "volume_type"
@@ -47,15 +48,23 @@ class _SchemaCheck:
     ECMA-262 where Python's ``re`` differs (``$`` also matches before a trailing
     newline), and the Python one takes what the Rust one cannot (integers beyond 64
     bits) and documents the Rust one does not support.
+
+    A size schema (``own=False``) runs its patterns on the linear-time engine only
+    (``reporting.schema_patterns``): when it holds one, the Rust validator alone
+    decides and explains, since Python's ``re`` backtracks.  The event schema's own
+    patterns are linear by construction.
     """
 
-    def __init__(self, schema: dict[str, Any]) -> None:
+    def __init__(self, schema: dict[str, Any], *, own: bool = False) -> None:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         # Offline: a reference is resolved inside the document or not at all.
         self._explain: Validator = cls(schema, registry=OFFLINE_REGISTRY)
+        self._python_explains = own or not holds_pattern(schema)
         self._fast: Any
         try:
-            self._fast = jsonschema_rs.validator_for(schema, offline=True)
+            self._fast = (jsonschema_rs.validator_for(schema, offline=True) if own else
+                          jsonschema_rs.validator_for(schema, offline=True,
+                                                      pattern_options=LINEAR))
         except Exception:  # a document the Rust validator does not support
             self._fast = None
 
@@ -69,6 +78,12 @@ class _SchemaCheck:
                 fast_refuses = next(iter(self._fast.iter_errors(instance)), None)
             except Exception:  # noqa: S110 - the Python validator decides below
                 pass
+        if not self._python_explains:
+            if fast_refuses is not None:
+                return _where(fast_refuses.instance_path), str(fast_refuses.message)
+            if self._fast is None:
+                return "(root)", UNRUNNABLE
+            return "(root)", "the linear-time validator could not check this size"
         try:
             error = jsonschema.exceptions.best_match(self._explain.iter_errors(instance))
         except UNRESOLVABLE as exc:
@@ -80,7 +95,7 @@ class _SchemaCheck:
         return None
 
 
-_EVENT_CHECK = _SchemaCheck(EVENT_SCHEMA)
+_EVENT_CHECK = _SchemaCheck(EVENT_SCHEMA, own=True)
 
 
 def compiled(schema: dict[str, Any]) -> _SchemaCheck:
@@ -201,7 +216,7 @@ def check_size_schema(document: Any) -> str | None:
         cls.check_schema(document)
     except jsonschema.SchemaError as exc:
         return _clip(f"{_where(exc.absolute_path)}: {exc.message}")
-    problem = ref_problem(document)
+    problem = ref_problem(document) or pattern_problem(document)
     return None if problem is None else _clip(problem)
 
 

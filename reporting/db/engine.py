@@ -41,10 +41,13 @@ _DIGITS = bytes(ord("0") if ord("0") <= byte <= ord("9") else ord(" ") for byte 
 _LONG_DIGITS = b"0" * 19
 
 
-def _json_loads(text: str | bytes) -> Any:
+def _json_loads(text: str | bytes | float) -> Any:
     """JSON columns as read back (PostgreSQL hands bytes, SQLite str): orjson (the
     fold reads a size per row), the standard library for what orjson could read
-    inexactly (an integer beyond 64 bits) or refuses."""
+    inexactly (an integer beyond 64 bits) or refuses.  SQLite hands a number a JSON
+    column's affinity converted (only when the conversion is exact) as that number."""
+    if isinstance(text, int | float):
+        return text
     data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     if _LONG_DIGITS not in data.translate(_DIGITS):
         try:
