@@ -33,6 +33,7 @@ from mapping.event import (
 )
 from mapping.jsontext import dumps_finite
 from reporting.db.models import ResourceType, SizeName
+from reporting.future import FutureBound
 from reporting.schema_patterns import LINEAR, UNRUNNABLE, holds_pattern, pattern_problem
 from reporting.schema_refs import OFFLINE_REGISTRY, UNRESOLVABLE, ref_problem
 
@@ -230,8 +231,11 @@ class ItemValidator:
         *,
         require_size_schema: bool,
         known_clouds: frozenset[str] | None = None,
+        future: Mapping[str, FutureBound | None] | None = None,
     ) -> None:
         self._schemas = dict(size_schemas)
+        # The latest instant each cloud's events may carry (None: not bounded).
+        self._future = future or {}
         # None: any cloud (the API has no clouds file); else the clouds it names.
         self._clouds = known_clouds
         self._names = dict(size_names)
@@ -271,6 +275,9 @@ class ItemValidator:
         timestamp = _naive_utc(item["timestamp"])
         if isinstance(timestamp, str):
             return timestamp
+        bound = self._future.get(item["cloud"])
+        if bound is not None and timestamp > bound.latest:
+            return _clip(bound.reason(timestamp))
         if item["project_id"] == "" and verb(item["event_type"]) != "delete":
             return "event_schema: /project_id: may be empty only on a delete"
         payload = item["payload"]
@@ -340,9 +347,20 @@ def _naive_utc(value: str) -> dt.datetime | str:
         return _clip(f"event_schema: /timestamp: {exc}")
 
 
+def item_instant(item: Any) -> dt.datetime | None:
+    """The instant of an item's timestamp (naive UTC), None when it has none to read
+    (the checks refuse such an item later)."""
+    value = item.get("timestamp") if isinstance(item, dict) else None
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    instant = _naive_utc(value)
+    return instant if isinstance(instant, dt.datetime) else None
+
+
 def load_validator(
     session: Session, items: Sequence[Any], *, require_size_schema: bool,
     known_clouds: frozenset[str] | None = None,
+    future: Mapping[str, FutureBound | None] | None = None,
 ) -> ItemValidator:
     """An ItemValidator holding the registered schemas and the size names ``items`` need."""
     rt = ResourceType
@@ -352,7 +370,7 @@ def load_validator(
     }
     return ItemValidator(
         schemas, _size_names(session, items), require_size_schema=require_size_schema,
-        known_clouds=known_clouds,
+        known_clouds=known_clouds, future=future,
     )
 
 
