@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from oslo_config import cfg
 
-from reporting.api import auth, events, keystone_auth
 from reporting import future
+from reporting.api import auth, events, keystone_auth
 from reporting.cmd import serve
 from reporting.db import engine
 from reporting.sync import options as sync_options
