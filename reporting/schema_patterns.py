@@ -46,5 +46,6 @@ def pattern_problem(document: Any) -> str | None:
             jsonschema_rs.validator_for({"pattern": pattern}, pattern_options=LINEAR)
         except Exception:  # noqa: BLE001 - the engine refuses it, whatever its error
             return (f"pattern {pattern!r} is not supported: size schema patterns are matched "
-                    "in linear time (ECMA-262 without lookaround or backreferences)")
+                    "in linear time (ECMA-262 without lookaround or backreferences, and "
+                    "within the engine's size limit)")
     return None
