@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from reporting.clock import utcnow
 from reporting.db import writes
 from reporting.db.models import Event, RejectedEvent
+from reporting.future import FutureClock
 from reporting.ingest import ItemResult, ingest, readable, retried
 from reporting.validation import ValidEvent, exact_text, load_validator, storable_copy
 
@@ -82,7 +83,7 @@ def different_event_reason(event_id: str) -> str:
 
 def replay_rows(
     factory: sessionmaker[Session], rows: Sequence[RejectedEvent], *, require_size_schema: bool,
-    known_clouds: frozenset[str] | None = None,
+    known_clouds: frozenset[str] | None = None, future: FutureClock | None = None,
 ) -> list[ItemResult]:
     """Ingest each row's item exactly as it arrived; one result per row, in order.
 
@@ -93,7 +94,8 @@ def replay_rows(
     todo = [i for i in range(len(rows)) if i not in refused]
     items = [original(rows[i]) for i in todo]
     outcomes = dict(zip(todo, ingest(factory, items, require_size_schema=require_size_schema,
-                                     dead_letter=False, known_clouds=known_clouds), strict=True))
+                                     dead_letter=False, known_clouds=known_clouds,
+                                     future=future), strict=True))
     duplicates = [i for i in todo if outcomes[i].status == "duplicate"]
     if duplicates:
         with factory() as session:
@@ -132,7 +134,8 @@ REPLAY_STATUSES = ("stored", "duplicate", "rejected", "not_found", "already_repl
 
 
 def replay(factory: sessionmaker[Session], ids: Sequence[int], *, require_size_schema: bool,
-           known_clouds: frozenset[str] | None = None) -> list[ReplayOutcome]:
+           known_clouds: frozenset[str] | None = None,
+           future: FutureClock | None = None) -> list[ReplayOutcome]:
     """Replay the dead-letter rows ``ids`` (each once, in the order given).
 
     A row whose event is now stored (or was already, as the very same event) is marked
@@ -146,7 +149,7 @@ def replay(factory: sessionmaker[Session], ids: Sequence[int], *, require_size_s
             sa.select(RejectedEvent).where(RejectedEvent.id.in_(ids))).scalars()}
     pending = [rows[i] for i in ids if i in rows and rows[i].replayed_at is None]
     results = replay_rows(factory, pending, require_size_schema=require_size_schema,
-                          known_clouds=known_clouds)
+                          known_clouds=known_clouds, future=future)
     by_id = {row.id: result for row, result in zip(pending, results, strict=True)}
     done = [row_id for row_id, result in by_id.items() if result.status != "rejected"]
     if done:

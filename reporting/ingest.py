@@ -15,7 +15,7 @@ import dataclasses
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import sqlalchemy as sa
@@ -26,7 +26,14 @@ from reporting import fold, metric_labels, metrics, projection
 from reporting.billing import locks as billing_locks
 from reporting.clock import utcnow
 from reporting.db import writes
-from reporting.validation import ValidEvent, exact_text, load_validator, storable_copy
+from reporting.future import FutureBound, FutureClock
+from reporting.validation import (
+    ValidEvent,
+    exact_text,
+    item_instant,
+    load_validator,
+    storable_copy,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -67,17 +74,21 @@ def ingest(
     require_size_schema: bool,
     dead_letter: bool = True,
     known_clouds: frozenset[str] | None = None,
+    future: FutureClock | None = None,
 ) -> list[ItemResult]:
     """Ingest ``items`` (raw decoded JSON values) and answer one result per item, in order.
 
     A refused item is kept in ``rejected_events`` with its reason; with
     ``dead_letter=False`` it is only reported (a dead-letter replay must not file a
     second copy of a row that still fails).  ``known_clouds`` (the clouds file's
-    names, None: any cloud) refuses an event of another cloud.
+    names, None: any cloud) refuses an event of another cloud; ``future`` (None: no
+    bound) one dated past its cloud's present plus the skew.
     """
+    # Before the transaction: a simulated cloud's clock may have to be read.
+    bounds = None if future is None else future.bounds(items, item_instant)
     checked, valid, stored = retried(factory, lambda: _check_and_store(
         factory, items, require_size_schema=require_size_schema,
-        dead_letter=dead_letter, known_clouds=known_clouds))
+        dead_letter=dead_letter, known_clouds=known_clouds, future=bounds))
     results = _results(items, checked, valid, stored)
     _count(items, checked, results, known_clouds, replay=not dead_letter)
     return results
@@ -101,6 +112,7 @@ def retried(factory: sessionmaker[Session], transaction: Callable[[], T]) -> T:
 def _check_and_store(
     factory: sessionmaker[Session], items: Sequence[Any], *, require_size_schema: bool,
     dead_letter: bool, known_clouds: frozenset[str] | None,
+    future: Mapping[str, FutureBound | None] | None = None,
 ) -> tuple[list[ValidEvent | str], list[tuple[int, ValidEvent]], set[int]]:
     """One session and one write transaction: read the schemas, check the items,
     store the valid ones and dead-letter the others.  Answers the check of every
@@ -112,7 +124,7 @@ def _check_and_store(
     received_at = utcnow()
     with factory() as session, session.begin():
         validator = load_validator(session, items, require_size_schema=require_size_schema,
-                                   known_clouds=known_clouds)
+                                   known_clouds=known_clouds, future=future)
         checked = validator.check_all(items)
         valid: list[tuple[int, ValidEvent]] = []
         rejected: list[_Rejected] = []

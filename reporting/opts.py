@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from oslo_config import cfg
 
+from reporting import future
 from reporting.api import auth, events, keystone_auth
 from reporting.cmd import serve
 from reporting.db import engine
@@ -18,6 +19,7 @@ _GROUPS: list[tuple[str, list[cfg.Opt]]] = [
     ("api", auth.api_auth_opts),
     ("api", events.api_body_opts),
     ("ingest", events.ingest_opts),
+    ("ingest", future.future_opts),
     ("api", serve.serve_opts),
     ("api", keystone_auth.api_keystone_opts),
     ("sync", sync_options.sync_opts),

@@ -62,6 +62,11 @@ def _keywords(schema: Any, top: bool = True) -> Iterator[tuple[str, Any, bool]]:
             yield from _keywords(value, top=False)
 
 
+def schema_keywords(document: Any) -> Iterator[tuple[str, Any, bool]]:
+    """(keyword, value, whether at the root) of every schema object in ``document``."""
+    return _keywords(document)
+
+
 def _refs(document: Any) -> Iterator[str]:
     for key, value, _ in _keywords(document):
         if key in _REF_KEYWORDS and isinstance(value, str):

@@ -33,6 +33,8 @@ from mapping.event import (
 )
 from mapping.jsontext import dumps_finite
 from reporting.db.models import ResourceType, SizeName
+from reporting.future import FutureBound
+from reporting.schema_patterns import LINEAR, UNRUNNABLE, holds_pattern, pattern_problem
 from reporting.schema_refs import OFFLINE_REGISTRY, UNRESOLVABLE, ref_problem
 
 VOLUME_TYPE_KIND = "volume_type"
@@ -47,15 +49,23 @@ class _SchemaCheck:
     ECMA-262 where Python's ``re`` differs (``$`` also matches before a trailing
     newline), and the Python one takes what the Rust one cannot (integers beyond 64
     bits) and documents the Rust one does not support.
+
+    A size schema (``own=False``) runs its patterns on the linear-time engine only
+    (``reporting.schema_patterns``): when it holds one, the Rust validator alone
+    decides and explains, since Python's ``re`` backtracks.  The event schema's own
+    patterns are linear by construction.
     """
 
-    def __init__(self, schema: dict[str, Any]) -> None:
+    def __init__(self, schema: dict[str, Any], *, own: bool = False) -> None:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         # Offline: a reference is resolved inside the document or not at all.
         self._explain: Validator = cls(schema, registry=OFFLINE_REGISTRY)
+        self._python_explains = own or not holds_pattern(schema)
         self._fast: Any
         try:
-            self._fast = jsonschema_rs.validator_for(schema, offline=True)
+            self._fast = (jsonschema_rs.validator_for(schema, offline=True) if own else
+                          jsonschema_rs.validator_for(schema, offline=True,
+                                                      pattern_options=LINEAR))
         except Exception:  # a document the Rust validator does not support
             self._fast = None
 
@@ -69,6 +79,12 @@ class _SchemaCheck:
                 fast_refuses = next(iter(self._fast.iter_errors(instance)), None)
             except Exception:  # noqa: S110 - the Python validator decides below
                 pass
+        if not self._python_explains:
+            if fast_refuses is not None:
+                return _where(fast_refuses.instance_path), str(fast_refuses.message)
+            if self._fast is None:
+                return "(root)", UNRUNNABLE
+            return "(root)", "the linear-time validator could not check this size"
         try:
             error = jsonschema.exceptions.best_match(self._explain.iter_errors(instance))
         except UNRESOLVABLE as exc:
@@ -80,7 +96,7 @@ class _SchemaCheck:
         return None
 
 
-_EVENT_CHECK = _SchemaCheck(EVENT_SCHEMA)
+_EVENT_CHECK = _SchemaCheck(EVENT_SCHEMA, own=True)
 
 
 def compiled(schema: dict[str, Any]) -> _SchemaCheck:
@@ -201,7 +217,7 @@ def check_size_schema(document: Any) -> str | None:
         cls.check_schema(document)
     except jsonschema.SchemaError as exc:
         return _clip(f"{_where(exc.absolute_path)}: {exc.message}")
-    problem = ref_problem(document)
+    problem = ref_problem(document) or pattern_problem(document)
     return None if problem is None else _clip(problem)
 
 
@@ -215,8 +231,11 @@ class ItemValidator:
         *,
         require_size_schema: bool,
         known_clouds: frozenset[str] | None = None,
+        future: Mapping[str, FutureBound | None] | None = None,
     ) -> None:
         self._schemas = dict(size_schemas)
+        # The latest instant each cloud's events may carry (None: not bounded).
+        self._future = future or {}
         # None: any cloud (the API has no clouds file); else the clouds it names.
         self._clouds = known_clouds
         self._names = dict(size_names)
@@ -256,6 +275,9 @@ class ItemValidator:
         timestamp = _naive_utc(item["timestamp"])
         if isinstance(timestamp, str):
             return timestamp
+        bound = self._future.get(item["cloud"])
+        if bound is not None and timestamp > bound.latest:
+            return _clip(bound.reason(timestamp))
         if item["project_id"] == "" and verb(item["event_type"]) != "delete":
             return "event_schema: /project_id: may be empty only on a delete"
         payload = item["payload"]
@@ -325,9 +347,20 @@ def _naive_utc(value: str) -> dt.datetime | str:
         return _clip(f"event_schema: /timestamp: {exc}")
 
 
+def item_instant(item: Any) -> dt.datetime | None:
+    """The instant of an item's timestamp (naive UTC), None when it has none to read
+    (the checks refuse such an item later)."""
+    value = item.get("timestamp") if isinstance(item, dict) else None
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    instant = _naive_utc(value)
+    return instant if isinstance(instant, dt.datetime) else None
+
+
 def load_validator(
     session: Session, items: Sequence[Any], *, require_size_schema: bool,
     known_clouds: frozenset[str] | None = None,
+    future: Mapping[str, FutureBound | None] | None = None,
 ) -> ItemValidator:
     """An ItemValidator holding the registered schemas and the size names ``items`` need."""
     rt = ResourceType
@@ -337,7 +370,7 @@ def load_validator(
     }
     return ItemValidator(
         schemas, _size_names(session, items), require_size_schema=require_size_schema,
-        known_clouds=known_clouds,
+        known_clouds=known_clouds, future=future,
     )
 
 

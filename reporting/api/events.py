@@ -15,7 +15,9 @@ from reporting.api.clouds import known_clouds
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.db.session import app_sessionmaker
+from reporting.future import FutureClock
 from reporting.ingest import ingest
+from reporting.sync.clouds import load_clouds_file
 
 bp = Blueprint("events", __name__)
 
@@ -43,6 +45,19 @@ ingest_opts: list[cfg.Opt] = [
 def init_app(app: Flask, conf: cfg.ConfigOpts) -> None:
     app.config["MAX_CONTENT_LENGTH"] = conf.api.max_body_bytes
     app.config["TALLY_REQUIRE_SIZE_SCHEMA"] = conf.ingest.require_size_schema
+    # The clouds file says which clouds run on a simulated clock (a bad file stops
+    # the service here as in the sync's own reading).
+    app.extensions[_FUTURE_KEY] = FutureClock.from_conf(
+        conf, load_clouds_file(conf.sync.clouds_file))
+
+
+_FUTURE_KEY = "tally.future"
+
+
+def future_clock() -> FutureClock:
+    """The bound ingest and replay apply to how far ahead an event is dated."""
+    clock: FutureClock = current_app.extensions[_FUTURE_KEY]
+    return clock
 
 
 def events_of(body: dict[str, Any]) -> list[Any]:
@@ -69,6 +84,7 @@ def post_events() -> Any:
         events,
         require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"],
         known_clouds=known_clouds(),
+        future=future_clock(),
     )
     counts = {"stored": 0, "duplicate": 0, "rejected": 0}
     rendered = []

@@ -12,6 +12,7 @@ from reporting import dead_letter
 from reporting.api.auth import require_role
 from reporting.api.clouds import known_clouds
 from reporting.api.errors import ApiError
+from reporting.api.events import future_clock
 from reporting.api.jsonbody import batch_of, json_object
 from reporting.db.models import RejectedEvent
 from reporting.db.session import app_sessionmaker, db_session
@@ -118,7 +119,7 @@ def replay() -> Any:
     outcomes = dead_letter.replay(
         app_sessionmaker(), _ids(json_object()),
         require_size_schema=current_app.config["TALLY_REQUIRE_SIZE_SCHEMA"],
-        known_clouds=known_clouds())
+        known_clouds=known_clouds(), future=future_clock())
     results: list[dict[str, Any]] = []
     for outcome in outcomes:
         entry: dict[str, Any] = {"id": outcome.row_id, "status": outcome.status}

@@ -12,6 +12,7 @@ from ``sync_runs``).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from typing import Any
 
@@ -24,6 +25,7 @@ from reporting import pagination
 from reporting.api.auth import require_role
 from reporting.api.clouds import set_known_clouds
 from reporting.api.errors import ApiError
+from reporting.clock import utcnow
 from reporting.db.models import SyncRun
 from reporting.db.session import SESSIONMAKER_KEY, db_session
 from reporting.queries import params
@@ -71,6 +73,8 @@ def sync_cloud(cloud: str) -> tuple[Response, int]:
                        f"cloud {cloud!r} runs on a simulated clock (clock: simulated in the "
                        "clouds file): tell the run its instant with ?at= (tally-sync --at T, "
                        "T from the simulated cloud's GET /_sim/clock)")
+    if entry is not None and at is not None and entry.clock == "wall":
+        _refuse_future(at)
     if entry is not None and at is not None:
         try:
             check_told_instant(entry, at)
@@ -98,6 +102,20 @@ def sync_cloud(cloud: str) -> tuple[Response, int]:
                 "run_id": result.run_id}
         return jsonify(body), 500
     return jsonify(result.summary()), 200
+
+
+def _refuse_future(at: dt.datetime) -> None:
+    """A wall-clock cloud's run cannot be told an instant past the API's clock plus
+    ``[ingest] max_future_skew_s``: its corrections would be refused, and the run would
+    top the run list (reporting.future)."""
+    skew = dt.timedelta(seconds=int(_service().conf.ingest.max_future_skew_s))
+    now = utcnow()
+    if at > now + skew:
+        raise ApiError(400, "bad_request",
+                       f"at: {format_timestamp(at)} is after the API's clock "
+                       f"({format_timestamp(now)}) by more than [ingest] max_future_skew_s "
+                       f"({skew.total_seconds():.0f} s): a run cannot observe an instant that "
+                       "has not come")
 
 
 def _render(run: SyncRun) -> dict[str, Any]:

@@ -10,9 +10,12 @@ of docs/reconciliation.md, "What a run defers" and "How a delete was dated":
 | reported delete | never | the deletion, or the row's newest event, is in the window | the platform's deletion instant |
 | delete by absence | never | the row's newest event is in the window | poll |
 
-The window is ``[at - settle, +inf)``: an instant after the poll counts as inside.
+The window is ``[at - settle, horizon]``: an instant after the poll counts as inside,
+up to the horizon (the cloud's present plus ingest's future skew; an instant past it
+was dated by a wrong clock, is never deferred for and never dates a correction).
 ``settle == 0`` turns it off.  A correction dated behind the row's newest event is
-dated one microsecond past it instead, so the fold orders it last.  A create dated
+dated one microsecond past it instead, so the fold orders it last (unless that event
+lies past the horizon).  A create dated
 before the poll carries a second event, a ``sync.update`` of the same attributes at the
 poll: what the run observed stays the resource's from the poll on, whatever fact dated
 between the creation and the poll arrives after the run.  A row the
@@ -71,6 +74,8 @@ class Plan:
     deferred: dict[str, int] = dataclasses.field(
         default_factory=lambda: {"transition": 0, "recent": 0}
     )
+    # Rows whose newest event lies past the horizon (reported in the run's log).
+    beyond_horizon: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,17 +87,31 @@ class RunContext:
     cloud: str
     at: dt.datetime  # naive UTC: the run's one clock
     settle: dt.timedelta
+    # The latest instant a true fact can carry (the cloud's present plus ingest's
+    # future skew, docs/reconciliation.md "Instants from the future"); None: unknown.
+    horizon: dt.datetime | None = None
 
     def inside_window(self, instant: dt.datetime | None) -> bool:
-        """Whether ``instant`` lies in the settle window before the run (or after it)."""
-        if instant is None or not self.settle:
+        """Whether ``instant`` lies in the settle window before the run (or after it,
+        up to the horizon: an instant past it was dated by a wrong clock and would
+        defer the resource for ever)."""
+        if instant is None or not self.settle or self.beyond_horizon(instant):
             return False
         return instant >= self.at - self.settle
 
+    def beyond_horizon(self, instant: dt.datetime) -> bool:
+        return self.horizon is not None and instant > self.horizon
 
-def _dated(instant: dt.datetime, row: ProjectionRow | None) -> dt.datetime:
-    # A correction the fold does not order last decides nothing.
-    if row is not None and instant < row.last_event_at:
+
+def _dated(ctx: RunContext, instant: dt.datetime, row: ProjectionRow | None) -> dt.datetime:
+    # An instant past the horizon (a platform clock far ahead) is not a fact's: the
+    # run's own instant dates the correction instead.
+    if ctx.beyond_horizon(instant):
+        instant = ctx.at
+    # A correction the fold does not order last decides nothing; but it is never
+    # pushed past an event beyond the horizon, which ingest would refuse it for.
+    if row is not None and instant < row.last_event_at and not ctx.beyond_horizon(
+            row.last_event_at):
         return row.last_event_at + ONE_MICROSECOND
     return instant
 
@@ -175,11 +194,11 @@ class _Planner:
         rtype, rid = observed.resource_type, observed.resource_id
         if live_row is None:
             instant = observed.created_at or self.ctx.at
-            self.book("create", rtype, rid, observed.project_id, _dated(instant, row),
-                      _attributes(observed), restated_at=_dated(self.ctx.at, row))
+            self.book("create", rtype, rid, observed.project_id, _dated(self.ctx, instant, row),
+                      _attributes(observed), restated_at=_dated(self.ctx, self.ctx.at, row))
         else:
             project = observed.project_id or live_row.project_id
-            self.book("update", rtype, rid, project, _dated(self.ctx.at, row),
+            self.book("update", rtype, rid, project, _dated(self.ctx, self.ctx.at, row),
                       _attributes(observed))
 
     def reported(self, deletion: ReportedDeletion, row: ProjectionRow) -> None:
@@ -194,7 +213,7 @@ class _Planner:
         }
         self.book("delete", deletion.resource_type, deletion.resource_id,
                   deletion.project_id or row.project_id,
-                  _dated(deletion.deleted_at, row), {"provider": provider})
+                  _dated(self.ctx, deletion.deleted_at, row), {"provider": provider})
 
     def absent(self, row: ProjectionRow, last_seen_alive: dt.datetime | None) -> None:
         if self.ctx.inside_window(row.last_event_at):
@@ -208,7 +227,7 @@ class _Planner:
             ),
         }
         self.book("delete", row.resource_type, row.resource_id, row.project_id,
-                  _dated(self.ctx.at, row), {"provider": provider})
+                  _dated(self.ctx, self.ctx.at, row), {"provider": provider})
 
 
 def plan_corrections(
@@ -227,6 +246,8 @@ def plan_corrections(
     """
     planner = _Planner(ctx)
     by_key = {(row.resource_type, row.resource_id): row for row in rows}
+    planner.plan.beyond_horizon = sum(ctx.beyond_horizon(row.last_event_at)
+                                      for row in by_key.values())
     seen_alive = last_seen_alive or {}
     named: set[tuple[str, str]] = set(observation.unknown)
 
@@ -249,7 +270,7 @@ def plan_corrections(
             # Destroyed after the instant the run is at: the platform's instant lies
             # outside the period the run reconciles, so it is treated like an
             # absence, deferred as recent while the window is on.
-            if ctx.settle:
+            if ctx.settle and not ctx.beyond_horizon(deletion.deleted_at):
                 planner.defer("recent")
             elif row.live:
                 planner.absent(row, seen_alive.get(key))

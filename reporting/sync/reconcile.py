@@ -18,6 +18,7 @@ from oslo_config import cfg
 from sqlalchemy.orm import Session, sessionmaker
 
 from mapping.event import MAX_BATCH, format_timestamp
+from reporting.future import FutureClock
 from reporting.ingest import ingest
 from reporting.sync import lock, store
 from reporting.sync.clouds import CloudEntry, build_adapter
@@ -70,11 +71,22 @@ def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: Cloud
     if observation.size_names is not None:
         store.store_size_names(factory, entry.platform, entry.name,
                                observation.size_names, lock.utcnow())
-    ctx = RunContext(run_id, entry.platform, entry.name, at, settle)
+    # The sync's own events are bounded like any other (reporting.future): the
+    # horizon past which no instant is a fact, and ingest's check of the corrections.
+    future = FutureClock.from_conf(conf, {entry.name: entry})
+    present = future.bound(entry.name)
+    ctx = RunContext(run_id, entry.platform, entry.name, at, settle,
+                     None if present is None else max(present.latest, at))
     plan = _plan(factory, ctx, observation, bound)
+    if plan.beyond_horizon:
+        LOG.warning("sync of %s: %d resource(s) hold an event dated after %s (the cloud's "
+                    "present plus [ingest] max_future_skew_s): not deferred for it, their "
+                    "corrections dated at the run's instant; GET /v1/resources?cloud=%s "
+                    "shows their last_event_at", entry.name, plan.beyond_horizon,
+                    format_timestamp(ctx.horizon or at), entry.name)
     stats["deferred"] = dict(plan.deferred)
     _book(factory, plan, stats, deadline, budget_s,
-          strict=bool(conf.ingest.require_size_schema))
+          strict=bool(conf.ingest.require_size_schema), future=future)
     if not stats["errors"]:
         seen = [(o.resource_type, o.resource_id) for o in observation.resources]
         store.record_sightings(factory, entry.name, seen, at, bound,
@@ -100,7 +112,7 @@ def _plan(factory: sessionmaker[Session], ctx: RunContext, observation: Observat
 
 
 def _book(factory: sessionmaker[Session], plan: Plan, stats: dict[str, Any], deadline: float,
-          budget_s: float, *, strict: bool) -> None:
+          budget_s: float, *, strict: bool, future: FutureClock | None = None) -> None:
     corrections = plan.corrections
     for start, batch in _batches(corrections):
         if time.monotonic() > deadline:
@@ -109,7 +121,7 @@ def _book(factory: sessionmaker[Session], plan: Plan, stats: dict[str, Any], dea
                 f"{over_budget(budget_s)}: booked {start} of {len(corrections)} corrections")
             return
         results = iter(ingest(factory, [e for c in batch for e in c.events],
-                              require_size_schema=strict))
+                              require_size_schema=strict, future=future))
         for correction in batch:
             # A correction counts by its first event; a create's restatement at the
             # poll (plan.Correction.restated) is part of it and counts nowhere.

@@ -110,3 +110,26 @@ def test_roles(client: FlaskClient) -> None:
     assert client.put(URL, json=doc).status_code == 401
     assert client.put(URL, json=doc, headers=auth("read")).status_code == 403
     assert client.put(URL, json=doc, headers=auth("ingest")).status_code == 403
+
+
+def test_patterns_run_in_linear_time_or_the_put_is_refused(client: FlaskClient) -> None:
+    # Lookaround needs a backtracking engine: refused with the reason.
+    refused = client.put("/v1/resource-types/openstack/share",
+                         json={"size_schema": {"properties": {"tier": {"pattern": "^(?=a)"}}}},
+                         headers=auth("admin"))
+    assert refused.status_code == 400
+    assert refused.get_json()["error"]["code"] == "invalid_schema"
+    assert "pattern '^(?=a)' is not supported" in refused.get_json()["error"]["message"]
+    # Nested quantifiers run on the linear engine: the event is answered at once.
+    schema = {"type": "object", "properties": {"tier": {"type": "string", "pattern": "^(a+)+$"}}}
+    put = client.put("/v1/resource-types/openstack/share", json={"size_schema": schema},
+                     headers=auth("admin"))
+    assert put.status_code == 201
+    event = {"event_id": "slow-1", "event_type": "share.create.end", "platform": "openstack",
+             "cloud": "c1", "resource_type": "share", "resource_id": "s1", "project_id": "p1",
+             "timestamp": "2026-01-01T00:00:00Z", "source": "collector",
+             "payload": {"size": {"tier": "a" * 40 + "b"}}}
+    body = client.post("/v1/events", json={"events": [event]}, headers=auth("ingest")).get_json()
+    assert body["rejected"] == 1
+    assert body["results"][0]["reason"].startswith("size_schema: openstack/share: /tier: ")
+    assert "does not match" in body["results"][0]["reason"]
