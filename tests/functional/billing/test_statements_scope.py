@@ -144,7 +144,7 @@ def keystone_billed(keystone: FakeKeystone, db_url: str,
     app = create_app(keystone_fake.keystone_conf(tmp_path, db_url))
     try:
         client = app.test_client()
-        admin = {"X-Auth-Token": keystone.issue(["admin"], "p-admin")}
+        admin = {"X-Auth-Token": keystone.issue_system(["admin"])}
         for document in PRICES:
             assert client.put("/v1/price-lists/default", json=document,
                               headers=admin).status_code == 201
@@ -160,7 +160,7 @@ def test_keystone_tokens_read_their_projects_statements(
     client = keystone_billed
     member_p1 = {"X-Auth-Token": keystone.issue(["member"], "p1")}
     reader_p2 = {"X-Auth-Token": keystone.issue(["reader"], "p2")}
-    admin = {"X-Auth-Token": keystone.issue(["admin"], "p-admin")}
+    admin = {"X-Auth-Token": keystone.issue_system(["admin"])}
     own = client.get(f"{STATEMENTS}&project_id=p1", headers=member_p1)
     assert own.status_code == 200, own.get_json()
     assert own.get_json()["total"] == "1.90"
