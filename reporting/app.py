@@ -46,7 +46,7 @@ def create_app(conf: cfg.ConfigOpts) -> Flask:
     auth.init_app(app, conf)
     _register_blueprints(app, conf)
     # Outermost, around keystonemiddleware too: every answer counted, none in HTML.
-    app.wsgi_app = request_metrics.measured(  # type: ignore[method-assign]
+    app.wsgi_app = request_metrics.measured(  # type: ignore[method-assign,assignment]
         request_metrics.guarded(app.wsgi_app), app.url_map)
     metrics.record_build_info()
     return app
