@@ -66,7 +66,9 @@ DECISIONS: dict[str, list[tuple[str, str]]] = {
     "/v1/usage": [(FILTERED, USAGE), (FILTERED, USAGE + "&group_by=project"),
                   (REFUSED, USAGE + "&project_id=p2")],
     "/v1/statements": [(FILTERED, STATEMENTS), (OWN, STATEMENTS + "&project_id=p1"),
-                       (REFUSED, STATEMENTS + "&project_id=p2")],
+                       (REFUSED, STATEMENTS + "&project_id=p2"),
+                       (AS_UNKNOWN, "/v1/statements?cloud=c4&period=2026-10&project_id=p1"),
+                       (AS_UNKNOWN, "/v1/statements?cloud=c4&period=2026-10")],
     "/v1/price-lists/<cloud>": [(WITHOUT_WHO, "/v1/price-lists/default"),
                                 (AS_UNKNOWN, "/v1/price-lists/c4")],
     "/v1/periods/<cloud>": [(WITHOUT_WHO, "/v1/periods/c3"), (AS_UNKNOWN, "/v1/periods/c4")],
@@ -106,6 +108,8 @@ def client(scoped_app: Flask) -> FlaskClient:
     ])
     response = client.put("/v1/price-lists/c4", json=history.PRICES[0], headers=ADMIN)
     assert response.status_code == 201, response.get_json()
+    closed = client.post("/v1/periods/c4/2026-10/close", headers=ADMIN)
+    assert closed.status_code == 200, closed.get_json()
     return client
 
 
@@ -203,11 +207,18 @@ def test_a_project_reader_gets_what_was_decided(client: FlaskClient, rule: str, 
             without_who(read_body))
     elif kind == AS_UNKNOWN:
         assert status == 200, body
-        unknown_url = url.replace("/c4", f"/{UNKNOWN_CLOUD}")
+        unknown_url = url.replace("c4", UNKNOWN_CLOUD)
         unknown_status, unknown = get(client, unknown_url, P1)
         assert unknown_status == 200, unknown
-        assert json.dumps(body).replace("c4", UNKNOWN_CLOUD) == json.dumps(unknown)
-        assert read_body != get(client, unknown_url, READ)[1], "the probe cannot show a leak"
+
+        def named_alike(answer: Any) -> str:
+            return json.dumps(without_instants_of_the_call(answer)).replace("c4", UNKNOWN_CLOUD)
+
+        assert named_alike(body) == named_alike(unknown)
+        if "project_id=p1" in url or "/statements" not in url:
+            # (the summaries list of a cloud p1 has no history in is empty for read too)
+            assert named_alike(read_body) != named_alike(get(client, unknown_url, READ)[1]), \
+                "the probe cannot show a leak"
     elif kind == HIDDEN:
         assert (status, body["error"]["code"]) == (404, "not_found")
     else:
