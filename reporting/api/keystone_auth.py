@@ -214,11 +214,16 @@ def tally_role(keystone_roles: Iterable[str], role_map: Mapping[str, str]) -> st
     Each name is one role, compared case-insensitively (as oslo.policy's ``role:``
     check does) and never split or trimmed: a role named ``member,admin`` is neither
     ``member`` nor ``admin``."""
-    granted = {role_map[name.lower()] for name in keystone_roles if name.lower() in role_map}
+    granted = granted_roles(keystone_roles, role_map)
     for role in _PRECEDENCE:
         if role in granted:
             return role
     return NO_ROLE
+
+
+def granted_roles(keystone_roles: Iterable[str], role_map: Mapping[str, str]) -> set[str]:
+    """Every Tally role ``keystone_roles`` map to (see :func:`tally_role`)."""
+    return {role_map[name.lower()] for name in keystone_roles if name.lower() in role_map}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,6 +280,16 @@ def scoped_role(mapped: str, scope: TokenScope) -> tuple[str, str | None]:
                      f"(its data), or a system-scoped one (cloud-wide roles)")
 
 
+def strongest_in_scope(granted: set[str], scope: TokenScope) -> tuple[str, str | None]:
+    """The strongest of what each granted role leaves in ``scope`` (a project-scoped
+    ``ingest`` and ``member`` still read the project), with the note of the strongest
+    granted role when its scope cut it down."""
+    results = [scoped_role(role, scope) for role in _PRECEDENCE if role in granted]
+    kept = {role for role, _note in results}
+    best = next((role for role in _PRECEDENCE if role in kept), NO_ROLE)
+    return best, (results[0][1] if results else None)
+
+
 def caller_from_environ(environ: Mapping[str, Any]) -> Caller | None:
     """None without a user token keystone confirmed (or with a service token it did
     not); else the role its roles map to within its scope (maybe NO_ROLE) and the
@@ -294,8 +309,8 @@ def caller_from_environ(environ: Mapping[str, Any]) -> Caller | None:
     auth_ref = getattr(token_auth, "user", None)
     if auth_ref is None:  # Confirmed is only ever set with the token's data
         return None
-    mapped = tally_role(auth_ref.role_names or [], current_app.config[ROLE_MAP_KEY])
+    granted = granted_roles(auth_ref.role_names or [], current_app.config[ROLE_MAP_KEY])
     scope = token_scope(auth_ref, current_app.config[ADMIN_PROJECTS_KEY])
-    role, note = scoped_role(mapped, scope)
+    role, note = strongest_in_scope(granted, scope)
     project = scope.project_id if role == PROJECT_READER else None
     return Caller(role, project, note)

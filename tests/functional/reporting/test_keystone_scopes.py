@@ -83,6 +83,8 @@ TABLE: list[tuple[str, list[str], Grant]] = [
     ("project:p1", ["admin", "member", "tally_auditor"], Grant(["vm-1"])),
     ("project:p2", ["reader"], Grant(["vm-2"])),
     ("project:p1", ["tally_ingest"], NOTHING),
+    # What one role loses to the scope does not take what another grants.
+    ("project:p1", ["tally_ingest", "member"], Grant(["vm-1"])),
     # A customer's domain admin: Tally cannot tell which projects its domain holds.
     ("domain:d-acme", ["admin"], NOTHING),
     ("domain:default", ["admin", "member"], NOTHING),
