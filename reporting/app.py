@@ -8,6 +8,7 @@ from __future__ import annotations
 from flask import Flask
 from oslo_config import cfg
 
+from reporting import metrics
 from reporting.api import (
     auth,
     clouds,
@@ -19,6 +20,7 @@ from reporting.api import (
     periods,
     price_lists,
     rejected,
+    request_metrics,
     resource_types,
     resources,
     statements,
@@ -43,6 +45,10 @@ def create_app(conf: cfg.ConfigOpts) -> Flask:
     errors.init_app(app)
     auth.init_app(app, conf)
     _register_blueprints(app, conf)
+    # Outermost, around keystonemiddleware too: every answer counted, none in HTML.
+    app.wsgi_app = request_metrics.measured(  # type: ignore[method-assign,assignment]
+        request_metrics.guarded(app.wsgi_app), app.url_map)
+    metrics.record_build_info()
     return app
 
 

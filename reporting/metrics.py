@@ -9,6 +9,8 @@ say how they aggregate (``multiprocess_mode``).
 from __future__ import annotations
 
 import os
+import platform
+from importlib import metadata
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -16,6 +18,7 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
+    Histogram,
     generate_latest,
 )
 from prometheus_client import multiprocess as prometheus_multiprocess
@@ -66,6 +69,37 @@ SYNC_LAST_COMPLETED = Gauge(
     ["cloud"],
     multiprocess_mode="max",
 )
+
+BUILD_INFO = Gauge(
+    "tally_build_info",
+    "Always 1: the Tally version and the Python version serving it.",
+    ["version", "python"],
+    multiprocess_mode="max",
+)
+# Labels are bounded: the route is the URL rule (/v1/resources/<platform>/...), never
+# the path a client sent; an unknown method is "other"; the status is the code the
+# API (or the middleware in front of it) answered.
+HTTP_REQUESTS = Histogram(
+    "tally_http_request_duration_seconds",
+    "Requests the Reporting API answered, by route (the URL rule; \"(unmatched)\" for "
+    "a path no rule matches), method and status: _count is the number of requests, "
+    "_sum and the buckets their time from arrival to the end of the answer.",
+    ["route", "method", "status"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0),
+)
+
+
+def tally_version() -> str:
+    try:
+        return metadata.version("tally")
+    except metadata.PackageNotFoundError:  # running from a checkout never installed
+        return "unknown"
+
+
+def record_build_info() -> None:
+    """Set ``tally_build_info`` (in the process building the app: gunicorn's master,
+    before the fork, or each worker of another WSGI server)."""
+    BUILD_INFO.labels(version=tally_version(), python=platform.python_version()).set(1)
 
 
 def exposition() -> tuple[bytes, str]:

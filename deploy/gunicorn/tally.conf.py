@@ -23,6 +23,7 @@ import tempfile
 
 from reporting.cmd import load_conf
 from reporting.cmd.bind import format_bind, parse_bind
+from reporting.cmd.serve import REQUEST_LIMITS
 from reporting.worker_timeout import timeout_problem
 
 _config_file = os.environ.get("TALLY_CONFIG_FILE")
@@ -54,6 +55,11 @@ threads = _conf.api.threads
 timeout = _conf.api.timeout
 graceful_timeout = 30
 proc_name = "tally-reporting"
+# At or above what nginx passes on (deploy/nginx/tally-reporting.conf), as
+# tally-reporting sets them: a request the proxy took never gets gunicorn's HTML error.
+limit_request_line = REQUEST_LIMITS["limit_request_line"]
+limit_request_fields = REQUEST_LIMITS["limit_request_fields"]
+limit_request_field_size = REQUEST_LIMITS["limit_request_field_size"]
 errorlog = "-"
 # gunicorn >= 23 opens a control socket under $HOME, which a read-only root or
 # ProtectHome= forbids; Tally does not use it.  Older gunicorn ignores the name.

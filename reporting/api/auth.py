@@ -63,11 +63,14 @@ class AuthConfigError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Caller:
-    """Who sent the request: a Tally role ("" when none maps) and, for a keystone
-    token scoped to a project or a project_reader bearer token, that project."""
+    """Who sent the request: a Tally role ("" when none maps) and, for a project
+    reader (a keystone token scoped to a project, a project_reader bearer token), that
+    project; ``note`` says why a keystone token's scope granted less than its roles
+    (added to a 403's message)."""
 
     role: str
     project_id: str | None = None
+    note: str | None = None
 
 
 def _caller_of(path: str, token_value: object) -> Caller:
@@ -186,9 +189,15 @@ def authenticated_caller() -> Caller:
 
 def check_role(*required: str) -> None:
     """401 without valid credentials, 403 with a role that grants none of ``required``."""
-    role = authenticated_caller().role
-    if role not in required and role != "admin":
-        raise ApiError(403, "forbidden", f"this request needs the {' or '.join(required)} role")
+    caller = authenticated_caller()
+    if caller.role not in required and caller.role != "admin":
+        raise ApiError(403, "forbidden", with_note(
+            f"this request needs the {' or '.join(required)} role", caller))
+
+
+def with_note(message: str, caller: Caller) -> str:
+    """A 403's message, with why the token's scope granted less, if it did."""
+    return f"{message}: {caller.note}" if caller.note else message
 
 
 def require_role(*required: str) -> Callable[[F], F]:

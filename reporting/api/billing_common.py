@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
+import sqlalchemy as sa
 from flask import current_app, request
+from sqlalchemy.orm import Session
 
 from reporting.api.auth import current_role
 from reporting.api.errors import ApiError
+from reporting.api.project_scope import visible_projects
 from reporting.billing import periods
-from reporting.queries import params
+from reporting.db.models import ResourceInterval
+from reporting.queries import params, scope
+
+# Who added a price list version or closed a period: a keystone user's name, a digest
+# of an admin's bearer token.  Shown to read and admin, never to a project reader.
+WHO_FIELDS = ("created_by", "closed_by")
 
 
 def cloud_path(cloud: str) -> str:
@@ -41,3 +50,24 @@ def caller_name() -> str:
         digest = hashlib.sha256(token.strip().encode()).hexdigest()[:12]
         return f"token:{digest} ({current_role()})"
     return f"{strategy} ({current_role()})"
+
+
+def for_the_caller(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` as the caller may see it: who did it (``created_by``, ``closed_by``)
+    is null for a project reader (``require_project_read`` views only)."""
+    if visible_projects() is None:
+        return item
+    return {key: (None if key in WHO_FIELDS else value) for key, value in item.items()}
+
+
+def cloud_hidden(session: Session, cloud: str) -> bool:
+    """Whether a project reader must be answered as if ``cloud`` were unknown: none of
+    its projects has history there, so the answer would only tell that the cloud
+    exists (``GET /v1/clouds`` is refused to it).  False for read and admin."""
+    projects = visible_projects()
+    if projects is None:
+        return False
+    query = scope.restrict(
+        sa.select(ResourceInterval.id).where(ResourceInterval.cloud == cloud),
+        ResourceInterval.project_id, projects)
+    return session.execute(query.limit(1)).first() is None

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlsplit
 
-from flask import Flask, Response, g, jsonify
+from flask import Flask, Response, g, jsonify, request
 from sqlalchemy import exc as sa_exc
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import RequestRedirect
 
 LOG = logging.getLogger(__name__)
 
@@ -32,7 +34,29 @@ def database_reason(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def relative_location(url: str) -> str:
+    """The path and query of ``url``: a Location that names no host, so it never
+    echoes the client's Host header (and never ``//host``, which names one)."""
+    parts = urlsplit(url)
+    location = "/" + parts.path.lstrip("/")
+    return f"{location}?{parts.query}" if parts.query else location
+
+
 def init_app(app: Flask) -> None:
+    @app.before_request
+    def _redirect() -> tuple[Response, int] | None:
+        # Werkzeug answers a URL with repeated slashes (/v1//resources) with a 308 to
+        # the merged one, built from the request's Host header, in HTML: the same 308
+        # here, with a relative Location and a JSON body.
+        exc = request.routing_exception
+        if not isinstance(exc, RequestRedirect):
+            return None
+        location = relative_location(exc.new_url)
+        response, status = error_response(exc.code, "permanent_redirect",
+                                          f"this resource is at {location}")
+        response.headers["Location"] = location
+        return response, status
+
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError) -> tuple[Response, int]:
         return error_response(exc.status, exc.code, exc.message)
@@ -41,7 +65,13 @@ def init_app(app: Flask) -> None:
     def _http_error(exc: HTTPException) -> tuple[Response, int]:
         status = exc.code or 500
         code = (exc.name or "error").lower().replace(" ", "_")
-        return error_response(status, code, exc.description or exc.name or "error")
+        response, status = error_response(status, code,
+                                          exc.description or exc.name or "error")
+        # What the exception adds for the client (Allow on a 405), not its HTML type.
+        for name, value in exc.get_headers():
+            if name.lower() != "content-type":
+                response.headers[name] = value
+        return response, status
 
     @app.errorhandler(sa_exc.OperationalError)
     @app.errorhandler(sa_exc.TimeoutError)

@@ -27,7 +27,10 @@ SECURITY_SCHEMES: dict[str, Any] = {
         "in": "header",
         "name": "X-Auth-Token",
         "description": "auth_strategy=keystone: a keystone token; roles mapped by "
-        "[api] keystone_role_map (project_reader: the token's project only).",
+        "[api] keystone_role_map within the token's scope: admin, read and ingest need "
+        "a system-scoped token (or one of [api] keystone_admin_project_ids); scoped to "
+        "another project a token reads that project at most; a domain scope grants "
+        "nothing.",
     },
 }
 

@@ -59,7 +59,9 @@ SCHEMAS: dict[str, Any] = {
     "PriceListVersion": _all({
         "version": {"type": "string"}, "number": {"type": "integer", "minimum": 1},
         "effective_from": INSTANT, "currency": {"type": "string"},
-        "created_at": INSTANT, "created_by": {"type": "string"},
+        "created_at": INSTANT,
+        "created_by": {"type": ["string", "null"],
+                       "description": "who added the version; null for a project reader"},
         "document": {"type": "object"},
     }),
     "StatementLine": _all({
@@ -95,7 +97,9 @@ SCHEMAS: dict[str, Any] = {
     "Period": _all({
         "cloud": {"type": "string"}, "period": _PERIOD,
         "status": {"enum": ["open", "closed"]}, "ended": {"type": "boolean"},
-        "closed_at": NULLABLE_INSTANT, "closed_by": {"type": ["string", "null"]},
+        "closed_at": NULLABLE_INSTANT,
+        "closed_by": {"type": ["string", "null"],
+                      "description": "who closed it; null while open, and for a project reader"},
         "cutoff_seq": {"type": ["integer", "null"]},
         "cutoff_received_at": NULLABLE_INSTANT,
     }),

@@ -13,7 +13,13 @@ from flask import Blueprint, jsonify, request
 from mapping.event import format_timestamp
 from reporting import pagination
 from reporting.api.auth import require_role
-from reporting.api.billing_common import caller_name, cloud_path, period_name
+from reporting.api.billing_common import (
+    caller_name,
+    cloud_hidden,
+    cloud_path,
+    for_the_caller,
+    period_name,
+)
 from reporting.api.clouds import known_clouds
 from reporting.api.errors import ApiError
 from reporting.api.project_scope import require_project_read
@@ -90,16 +96,21 @@ def close_period(cloud: str, period: str) -> Any:
 @require_project_read  # cloud-wide facts: a project reader may read them too
 def list_periods(cloud: str) -> Any:
     """Every month from the cloud's first usage (or first closed period) to the current
-    one, newest first."""
+    one, newest first.  A project reader gets the periods of the clouds its project
+    has history in (another cloud is answered as an unknown one: no periods), without
+    who closed them."""
     cloud = cloud_path(cloud)
     params.only(request.args, frozenset({"limit", "marker"}))
     limit = pagination.parse_limit(request.args)
     session = db_session()
     now = utcnow()
-    closed = statements.closed_periods(session, cloud)
-    first = session.execute(
-        sa.select(sa.func.min(ResourceInterval.start)).where(ResourceInterval.cloud == cloud)
-    ).scalar()
+    if cloud_hidden(session, cloud):
+        closed, first = {}, None
+    else:
+        closed = statements.closed_periods(session, cloud)
+        first = session.execute(
+            sa.select(sa.func.min(ResourceInterval.start)).where(ResourceInterval.cloud == cloud)
+        ).scalar()
     names = set(closed)
     current = periods.containing(now)
     if first is not None and first <= now:
@@ -113,4 +124,5 @@ def list_periods(cloud: str) -> Any:
         ordered = [name for name in ordered if name < str(before)]
     window = ordered[:limit + 1]
     kept, marker = pagination.page(window, limit, _TAG, lambda name: (name,))
-    return pagination.list_body([render(cloud, n, closed.get(n), now) for n in kept], marker)
+    return pagination.list_body(
+        [for_the_caller(render(cloud, n, closed.get(n), now)) for n in kept], marker)

@@ -12,12 +12,12 @@ from flask import Blueprint, jsonify, request
 
 from reporting import pagination
 from reporting.api.auth import require_role
-from reporting.api.billing_common import caller_name, cloud_path
+from reporting.api.billing_common import caller_name, cloud_hidden, cloud_path, for_the_caller
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.api.project_scope import require_project_read
 from reporting.billing import locks, versions
-from reporting.billing.pricelist import PriceListError
+from reporting.billing.pricelist import DEFAULT_LIST, PriceListError
 from reporting.clock import utcnow
 from reporting.db import writes
 from reporting.db.session import db_session
@@ -55,13 +55,19 @@ def put_price_list(cloud: str) -> Any:
 @bp.get("/v1/price-lists/<cloud>")
 @require_project_read  # cloud-wide facts: a project reader may read them too
 def get_price_list(cloud: str) -> Any:
+    """A project reader sees ``default`` and the lists of clouds its project has
+    history in (another cloud's is answered as an unknown one's: no versions), and
+    not who added a version."""
     name = cloud_path(cloud)
     params.only(request.args, frozenset({"limit", "marker"}))
     limit = pagination.parse_limit(request.args)
-    rows = versions.rows(db_session(), name)
+    session = db_session()
+    hidden = name != DEFAULT_LIST and cloud_hidden(session, name)
+    rows = [] if hidden else versions.rows(session, name)
     if "marker" in request.args:
         (after,) = pagination.decode_marker("price-lists", ["int"], request.args["marker"])
         assert isinstance(after, int)
         rows = [row for row in rows if row.number > after]
     kept, marker = pagination.page(rows, limit, "price-lists", lambda r: (r.number,))
-    return pagination.list_body([versions.render(r) for r in kept], marker, name=name)
+    return pagination.list_body([for_the_caller(versions.render(r)) for r in kept], marker,
+                                name=name)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from flask import g
 
-from reporting.api.auth import PROJECT_READER, authenticated_caller
+from reporting.api.auth import PROJECT_READER, authenticated_caller, with_note
 from reporting.api.errors import ApiError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -41,7 +41,8 @@ def _decide() -> frozenset[str] | None:
             raise ApiError(403, "forbidden",
                            "the project_reader role needs a token scoped to a project")
         return frozenset({caller.project_id})
-    raise ApiError(403, "forbidden", "this request needs the read or project_reader role")
+    raise ApiError(403, "forbidden", with_note(
+        "this request needs the read or project_reader role", caller))
 
 
 def require_project_read(view: F) -> F:

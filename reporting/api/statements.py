@@ -18,10 +18,12 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from reporting import pagination
-from reporting.api.billing_common import period_name
+from reporting.api.billing_common import cloud_hidden, period_name
 from reporting.api.errors import ApiError
 from reporting.api.project_scope import requested_project, require_project_read, visible_projects
-from reporting.billing import periods, service
+from reporting.billing import periods, service, versions
+from reporting.billing import statements as billing_statements
+from reporting.billing.pricelist import DEFAULT_LIST
 from reporting.clock import utcnow
 from reporting.db.session import db_session
 from reporting.queries import params
@@ -99,6 +101,18 @@ def statement_csv(document: dict[str, Any]) -> str:
     return _csv(rows, CSV_FIELDS)
 
 
+def _as_for_an_unknown_cloud(cloud: str, project_id: str, period: str) -> str:
+    """A project reader's statement of a cloud its project has no history in: what a
+    cloud Tally does not know answers (nothing closed, priced by ``default``), so
+    whether the cloud exists, has closed the month or has prices of its own is not
+    told while ``GET /v1/clouds`` is refused."""
+    shared = versions.timeline(db_session(), DEFAULT_LIST)
+    return billing_statements.text(billing_statements.document(
+        cloud=cloud, project_id=project_id, period=period,
+        currency_code=billing_statements.currency(shared, periods.parse(period)[1]),
+        closed=False, computed_at=utcnow(), lines=[], adjustments=[]))
+
+
 @bp.get("/v1/statements")
 @require_project_read
 def get_statements() -> Response:
@@ -119,7 +133,10 @@ def get_statements() -> Response:
     if project_id is not None:
         if "limit" in args or "marker" in args:
             raise pagination.bad_request("limit and marker apply to the summaries only")
-        text = service.statement_text(session, cloud, project_id, period, now)
+        if cloud_hidden(session, cloud):
+            text = _as_for_an_unknown_cloud(cloud, project_id, period)
+        else:
+            text = service.statement_text(session, cloud, project_id, period, now)
         if _wants_csv():
             return Response(statement_csv(json.loads(text)), mimetype="text/csv")
         return Response(text, mimetype="application/json")

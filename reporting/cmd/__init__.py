@@ -95,6 +95,14 @@ def require_database(conf: cfg.ConfigOpts) -> str:
             "[database] connection is not set: set it to "
             "postgresql+psycopg://USER:PASSWORD@HOST/DBNAME (or to sqlite:////PATH/tally.sqlite "
             "to run on SQLite on purpose)")
+    from reporting.db import writes
+
+    try:
+        problem = writes.driver_problem(conf.database.connection)
+    except Exception as exc:  # noqa: BLE001 - not a URL at all: SQLAlchemy says why
+        problem = f"{type(exc).__name__}: {one_line(exc)}"
+    if problem is not None:
+        raise ConfigError(f"[database] connection: {problem}")
     return redact_url(conf.database.connection)
 
 

@@ -59,6 +59,18 @@ serve_opts: list[cfg.Opt] = [
 ]
 
 
+# gunicorn's request limits, at or above what the proxy in front passes on (nginx's
+# large_client_header_buffers 4 8k: a request line or header line of 8190 characters,
+# 32 KiB of headers, deploy/nginx/tally-reporting.conf), so a request the proxy took
+# is answered by the API (in JSON), never by gunicorn's HTML error page.  The request
+# line is gunicorn's largest; a header line may grow in the proxy (X-Forwarded-For).
+REQUEST_LIMITS = {
+    "limit_request_line": 8190,
+    "limit_request_fields": 32768,
+    "limit_request_field_size": 16384,
+}
+
+
 def tune_worker_gc() -> None:
     """A worker collects cyclic garbage every GC_THRESHOLD allocations: a batch of 1000
     events builds some 25,000 objects that live until its answer, which at the default
@@ -85,6 +97,7 @@ def _gunicorn_app(conf: cfg.ConfigOpts, flask_app: Any) -> Any:
                 # gunicorn 23+ opens a control socket under $HOME; a service
                 # account's HOME is often unwritable and Tally never uses it.
                 "control_socket_disable": True,
+                **REQUEST_LIMITS,
                 "child_exit": lambda _arbiter, worker: multiprocess.mark_process_dead(worker.pid),
                 "post_fork": lambda _arbiter, _worker: tune_worker_gc(),
             }

@@ -19,9 +19,15 @@ from reporting.db.writes.base import Writes
 from reporting.db.writes.postgresql import PostgresWrites
 from reporting.db.writes.sqlite import SqliteWrites
 
-__all__ = ["Writes", "attach", "create_engine", "missing_database", "of", "private_to_process"]
+__all__ = ["Writes", "attach", "create_engine", "driver_problem", "missing_database", "of",
+           "private_to_process"]
 
 _BY_DIALECT: dict[str, type[Writes]] = {"postgresql": PostgresWrites, "sqlite": SqliteWrites}
+
+
+# What a PostgreSQL URL must say: Tally installs psycopg 3, which SQLAlchemy does not
+# pick for postgres:// (no such dialect) nor, before 2.1, for postgresql://.
+POSTGRES_HINT = "write postgresql+psycopg://USER:PASSWORD@HOST/DBNAME"
 
 
 def _kind(name: str) -> type[Writes]:
@@ -29,7 +35,8 @@ def _kind(name: str) -> type[Writes]:
     if kind is None:
         # Tally supports SQLite and PostgreSQL only; any other URL is a configuration
         # error.
-        raise ValueError(f"unsupported database dialect {name!r} (SQLite or PostgreSQL)")
+        hint = f": {POSTGRES_HINT}" if name == "postgres" else " (SQLite or PostgreSQL)"
+        raise ValueError(f"unsupported database dialect {name!r}{hint}")
     return kind
 
 
@@ -37,10 +44,31 @@ def create_engine(url: str, *, pool_size: int, max_overflow: int, **options: Any
                   ) -> sa.Engine:
     """The engine of ``url``, built as its dialect needs it (``Writes.create_engine``),
     with its seam attached; ``options`` go to every dialect's engine."""
+    problem = driver_problem(url)
+    if problem is not None:
+        raise ValueError(problem)
     kind = _kind(sa.engine.make_url(url).get_backend_name())
     engine = kind.create_engine(url, pool_size=pool_size, max_overflow=max_overflow, **options)
     attach(engine)
     return engine
+
+
+def driver_problem(url: str) -> str | None:
+    """Why ``url`` cannot open a database Tally supports (its dialect, or a PostgreSQL
+    driver that cannot be loaded: postgresql+psycopg2://, or postgresql:// under
+    SQLAlchemy 2.0, which picks psycopg2), in one line; None when it can."""
+    parsed = sa.engine.make_url(url)
+    try:
+        _kind(parsed.get_backend_name())
+    except ValueError as exc:
+        return str(exc)
+    if parsed.get_backend_name() == "postgresql":
+        try:
+            parsed.get_dialect().import_dbapi()
+        except (ImportError, sa.exc.NoSuchModuleError) as exc:
+            return (f"the database driver of {parsed.drivername}:// cannot be loaded "
+                    f"({exc}): {POSTGRES_HINT}")
+    return None
 
 
 def missing_database(url: str) -> str | None:

@@ -5,7 +5,10 @@
 Accounts (clouds.yaml entries): ``sim-admin`` (admin: admin), ``sim-member`` (demo,
 member and reader of the first project: project_reader), ``sim-viewer`` (keystone role
 reader alone, on the first project: project_reader), ``sim-auditor`` (keystone role
-tally_auditor: read, every project), ``sim-collector`` (tally_ingest: ingest).
+tally_auditor: read, every project), ``sim-collector`` (tally_ingest: ingest); the
+admin, auditor and collector are on the admin project, which tally-reporting's
+``[api] keystone_admin_project_ids`` names (the simulated keystone mints no
+system-scoped token).
 """
 
 from __future__ import annotations
@@ -30,9 +33,11 @@ from tests.functional.reporting.fixtures import RunningServer, start_server, wri
 
 ROLE_MAP = ("admin:admin,member:project_reader,reader:project_reader,"
             "tally_auditor:read,tally_ingest:ingest")
-# name: (its only keystone role, on the first project?); the others are on the second.
-EXTRA_USERS = {"auditor": ("tally_auditor", False), "collector": ("tally_ingest", False),
-               "viewer": ("reader", True)}
+# name: (its only keystone role, its project: "member" is the first project, "admin"
+# the admin project, which [api] keystone_admin_project_ids names: tokens scoped to it
+# hold cloud-wide roles).
+EXTRA_USERS = {"auditor": ("tally_auditor", "admin"), "collector": ("tally_ingest", "admin"),
+               "viewer": ("reader", "member")}
 SMALL = {"vcpus": 1, "ram_gb": 2, "disk_gb": 20, "flavor": "m1.small"}
 
 
@@ -73,12 +78,14 @@ def event(number: int, project: str, resource_type: str = "instance") -> dict[st
 
 
 def reporting_config(workdir: Path, db_url: str, auth_url: str, service: User,
-                     **authtoken: object) -> Path:
+                     admin_project: str, **authtoken: object) -> Path:
     """tally-reporting's configuration: keystone auth against ``auth_url``, logging in
-    as ``service``; ``authtoken`` adds or overrides ``[keystone_authtoken]`` options."""
+    as ``service``, ``admin_project``'s tokens cloud-wide; ``authtoken`` adds or
+    overrides ``[keystone_authtoken]`` options."""
     return write_config(
         workdir / "reporting.conf", db_url, "",
-        api={"auth_strategy": "keystone", "tokens_file": "", "keystone_role_map": ROLE_MAP},
+        api={"auth_strategy": "keystone", "tokens_file": "", "keystone_role_map": ROLE_MAP,
+             "keystone_admin_project_ids": admin_project},
         keystone_authtoken={
             "auth_type": "password", "auth_url": auth_url, "www_authenticate_uri": auth_url,
             "username": service.name, "password": service.password,
@@ -113,12 +120,13 @@ def keystone_cloud(db_url: str, workdir: Path, **authtoken: object) -> Iterator[
     with running_simcloud(WorldConfig(seed=5, scale=0)) as sim:
         member_project = sim.world.projects[0]
         other_project = sim.world.projects[1]
-        for name, (role, on_member_project) in EXTRA_USERS.items():
-            project = member_project if on_member_project else other_project
+        for name, (role, where) in EXTRA_USERS.items():
+            project = member_project if where == "member" else sim.world.admin_project
             sim.identity.add_user(User(uuid.uuid4().hex, name, f"{name}-secret",
                                        project.id, project.name, (role,)))
         config = reporting_config(workdir, db_url, f"{sim.base_url}/identity/v3",
-                                  sim.identity.users["tally"], **authtoken)
+                                  sim.identity.users["tally"], sim.world.admin_project.id,
+                                  **authtoken)
         api = start_server(config, workdir / "reporting.log")
         try:
             sim.tally_url = api.base_url

@@ -33,14 +33,21 @@ service_token_roles_required = true
 """
 
 
-def _user_token(roles: list[str], project_id: str | None = "p1") -> dict[str, Any]:
-    if project_id is None:  # a domain-scoped token
+def _user_token(roles: list[str], project_id: str | None = "p1", *,
+                system: bool = False, domain_id: str = "default") -> dict[str, Any]:
+    """A token body as keystone v3 answers ``GET /v3/auth/tokens``: scoped to the
+    system (``"system": {"all": true}``, no project, no domain), to a domain
+    (``project_id=None``) or to a project."""
+    if system:
+        token = ks_fixture.V3Token(user_id="u1", user_name="alice", user_domain_id="default")
+        token.set_system_scope()
+    elif project_id is None:  # a domain-scoped token
         token = ks_fixture.V3Token(user_id="u1", user_name="alice", user_domain_id="default",
-                                   domain_id="default", domain_name="Default")
+                                   domain_id=domain_id, domain_name=f"name-{domain_id}")
     else:
         token = ks_fixture.V3Token(user_id="u1", user_name="alice", user_domain_id="default",
                                    project_id=project_id, project_name=f"name-{project_id}",
-                                   project_domain_id="default")
+                                   project_domain_id=domain_id)
     for role in roles:
         token.add_role(name=role)
     return token
@@ -70,9 +77,18 @@ class FakeKeystone:
         mocker.get(AUTH_URL + "/auth/tokens", json=self._validate)
         self.validations = 0
 
-    def issue(self, roles: list[str], project_id: str | None = "p1") -> str:
+    def issue(self, roles: list[str], project_id: str | None = "p1", *,
+              domain_id: str = "default") -> str:
+        """A token scoped to ``project_id`` (of ``domain_id``), or to the domain
+        ``domain_id`` when ``project_id`` is None."""
         token_id = uuid.uuid4().hex
-        self.tokens[token_id] = _user_token(roles, project_id)
+        self.tokens[token_id] = _user_token(roles, project_id, domain_id=domain_id)
+        return token_id
+
+    def issue_system(self, roles: list[str]) -> str:
+        """A system-scoped token (``openstack --os-system-scope all token issue``)."""
+        token_id = uuid.uuid4().hex
+        self.tokens[token_id] = _user_token(roles, system=True)
         return token_id
 
     def revoke(self, token_id: str) -> None:

@@ -3,6 +3,7 @@ keystone v3 faked at the transport (requests-mock + keystoneauth1 fixtures)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -58,14 +59,16 @@ def test_missing_or_unknown_token_is_401(keystone: FakeKeystone, ks_client: Flas
 
 
 def test_mapped_roles_grant_tally_roles(keystone: FakeKeystone, ks_client: FlaskClient) -> None:
-    reader = {"X-Auth-Token": keystone.issue(["reader"])}
+    # System-scoped tokens: every mapped role grants what it maps to.
+    reader = {"X-Auth-Token": keystone.issue_system(["reader"])}
     assert ks_client.get("/v1/resources", headers=reader).status_code == 200
     response = ks_client.post("/v1/events", json={"events": []}, headers=reader)
     assert response.status_code == 403
-    ingest = {"X-Auth-Token": keystone.issue(["tally_ingest"])}
+    ingest = {"X-Auth-Token": keystone.issue_system(["tally_ingest"])}
     assert ks_client.post("/v1/events", json={"events": []}, headers=ingest).status_code == 200
     assert ks_client.get("/v1/resources", headers=ingest).status_code == 403
-    admin = {"X-Auth-Token": keystone.issue(["Admin"])}  # keystone role names: any case
+    # Keystone role names in any case, as oslo.policy compares them.
+    admin = {"X-Auth-Token": keystone.issue_system(["Admin"])}
     assert ks_client.get("/v1/resources", headers=admin).status_code == 200
     assert ks_client.post("/v1/events", json={"events": []}, headers=admin).status_code == 200
 
@@ -120,6 +123,9 @@ def test_strongest_role_wins() -> None:
     assert tally_role(["reader"], role_map) == "read"
     assert tally_role(["other"], role_map) == NO_ROLE
     assert tally_role([], role_map) == NO_ROLE
+    # One name is one role: never split at a comma, never trimmed.
+    assert tally_role(["reader,admin"], role_map) == NO_ROLE
+    assert tally_role([" admin"], role_map) == NO_ROLE
 
 
 # --- project scope -------------------------------------------------------------------
@@ -163,7 +169,7 @@ def test_member_token_reads_its_project_only(keystone: FakeKeystone,
         reader_p2 = {"X-Auth-Token": keystone.issue(["reader"], "p2")}
         body = client.get("/v1/resources", headers=reader_p2).get_json()
         assert [item["resource_id"] for item in body["items"]] == ["vm-2"]
-        admin = {"X-Auth-Token": keystone.issue(["admin"], "p1")}  # cloud-wide
+        admin = {"X-Auth-Token": keystone.issue_system(["admin"])}  # cloud-wide
         body = client.get("/v1/resources", headers=admin).get_json()
         assert [item["resource_id"] for item in body["items"]] == ["vm-1", "vm-2"]
         assert client.get(VM.format(2), headers=admin).status_code == 200
@@ -179,7 +185,8 @@ def test_project_reader_without_a_project_scope_is_403(
         domain_scoped = {"X-Auth-Token": keystone.issue(["member"], None)}
         response = app.test_client().get("/v1/resources", headers=domain_scoped)
         assert response.status_code == 403
-        assert "scoped to a project" in response.get_json()["error"]["message"]
+        message = response.get_json()["error"]["message"]
+        assert "a domain-scoped token grants nothing" in message, message
     finally:
         app.extensions[ENGINE_KEY].dispose()
 
@@ -202,7 +209,9 @@ def test_revoked_token_is_401(keystone: FakeKeystone, ks_client: FlaskClient) ->
 ])
 def test_keystone_unreachable_is_503_not_a_hang(
     keystone_conf: Callable[..., cfg.ConfigOpts], failure: Exception, seen_as: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.ERROR, logger="reporting.api.keystone_auth")
     with requests_mock.Mocker() as mocker:
         mocker.register_uri(requests_mock.ANY, requests_mock.ANY, exc=failure)
         app = create_app(keystone_conf())
@@ -213,9 +222,16 @@ def test_keystone_unreachable_is_503_not_a_hang(
             error = response.get_json()["error"]
             assert error["code"] == "keystone_unavailable"
             assert "keystone is unavailable" in error["message"]
-            assert f"({seen_as}: " in error["message"], error["message"]
-            timed_out = "http_connect_timeout = 5 s" in error["message"]
-            assert timed_out == (seen_as == "ConnectTimeout"), error["message"]
+            assert f"({seen_as}" in error["message"], error["message"]
+            late = "keystone did not answer in time" in error["message"]
+            assert late == (seen_as == "ConnectTimeout"), error["message"]
+            # keystone's address is for the operator's log, not for the caller.
+            assert "keystone.test" not in response.get_data(as_text=True)
+            logged = [r.getMessage() for r in caplog.records
+                      if "keystone is unavailable" in r.getMessage()]
+            assert logged and f"{seen_as}: " in logged[-1], logged
+            timed_out = "http_connect_timeout = 5 s" in logged[-1]
+            assert timed_out == (seen_as == "ConnectTimeout"), logged[-1]
             # A service token is validated by the same path.
             response = client.get("/v1/resources", headers={"X-Auth-Token": "some-token",
                                                             "X-Service-Token": "svc-token"})
@@ -246,7 +262,8 @@ def test_keystone_waits_are_bounded_by_default(
 
 
 def test_service_user_refused_by_keystone_is_503(
-    keystone: FakeKeystone, keystone_conf: Callable[..., cfg.ConfigOpts]
+    keystone: FakeKeystone, keystone_conf: Callable[..., cfg.ConfigOpts],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     # The service user's own login fails (a wrong [keystone_authtoken] password).
     keystone.mocker.post(AUTH_URL + "/auth/tokens", status_code=401,
@@ -257,7 +274,9 @@ def test_service_user_refused_by_keystone_is_503(
             "/v1/resources", headers={"X-Auth-Token": keystone.issue(["member"])})
         assert response.status_code == 503
         message = response.get_json()["error"]["message"]
-        assert "ServiceError" in message and "rejected authorization" in message
+        assert "(ServiceError; " in message, message
+        assert any("rejected authorization" in record.getMessage()
+                   for record in caplog.records if record.name == "reporting.api.keystone_auth")
     finally:
         app.extensions[ENGINE_KEY].dispose()
 
@@ -276,7 +295,11 @@ def test_clouds_list_is_cloud_wide(keystone: FakeKeystone,
             assert response.status_code == 403, roles
             assert response.get_json()["error"]["code"] == "forbidden"
         for roles in (["tally_ingest"], ["tally_auditor"], ["admin"]):
+            # Project-scoped, these roles read the project at most.
             response = client.get("/v1/clouds", headers={"X-Auth-Token": keystone.issue(roles)})
+            assert response.status_code == 403, roles
+            response = client.get("/v1/clouds",
+                                  headers={"X-Auth-Token": keystone.issue_system(roles)})
             assert response.status_code == 200, roles
             assert response.get_json()["items"][0]["resources"] == 2
     finally:

@@ -76,3 +76,38 @@ def test_counters_of_every_worker_are_exposed(db_url: str, tokens_file: str,
             assert _stored(server.base_url, cloud) == stored
     finally:
         server.stop()
+
+
+def _samples(base_url: str, name: str) -> list[tuple[dict[str, str], float]]:
+    text = requests.get(base_url + "/metrics", timeout=30).text
+    return [(sample.labels, sample.value) for family in text_string_to_metric_families(text)
+            for sample in family.samples if sample.name == name]
+
+
+def test_a_server_that_only_served_queries_shows_build_info_and_requests(
+        db_url: str, tokens_file: str, tmp_path: Path) -> None:
+    server = start_server(
+        write_config(tmp_path / "reporting.conf", db_url, tokens_file, api={"workers": 2}),
+        tmp_path / "reporting.log")
+    try:
+        for _ in range(3):
+            listed = requests.get(server.base_url + "/v1/resources", headers=auth("read"),
+                                  timeout=30)
+            assert listed.status_code == 200, listed.text
+        missing = f"/v1/resources/openstack/c1/instance/{uuid.uuid4().hex}"
+        assert requests.get(server.base_url + missing, headers=auth("read"),
+                            timeout=30).status_code == 404
+        assert requests.get(f"{server.base_url}/no/{uuid.uuid4().hex}",
+                            timeout=30).status_code == 404
+        (build, value), = _samples(server.base_url, "tally_build_info")
+        assert value == 1 and build["version"] and build["python"], build
+        counts = {(labels["route"], labels["method"], labels["status"]): value for labels, value
+                  in _samples(server.base_url, "tally_http_request_duration_seconds_count")}
+        assert counts[("/v1/resources", "GET", "200")] == 3, counts
+        # The route is the URL rule, never the path a client sent: bounded labels.
+        rule = "/v1/resources/<platform>/<cloud>/<resource_type>/<resource_id>"
+        assert counts[(rule, "GET", "404")] == 1, counts
+        assert counts[("(unmatched)", "GET", "404")] == 1, counts
+        assert not [route for route, _m, _s in counts if "c1" in route], counts
+    finally:
+        server.stop()

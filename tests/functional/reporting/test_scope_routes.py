@@ -15,6 +15,7 @@ of October 2026 on cloud c3 (p1, p2, p3, p-free) priced by the default list.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,12 @@ FILTERED = "filtered"      # 200, p1's rows only, where read's answer holds p2's
 OWN = "own"                # 200, the same answer as read's (p1's own data)
 HIDDEN = "hidden"          # 404, exactly like a resource that does not exist (read: 200)
 CLOUD_WIDE = "cloud-wide"  # 200, the same answer as read's (no project data in it)
+# 200, read's answer without who did it (created_by, closed_by: null)
+WITHOUT_WHO = "cloud-wide without who"
+# 200, exactly the answer for a cloud that does not exist (read: another answer): a
+# cloud p1 has no history in, whose name a project reader may not learn
+AS_UNKNOWN = "as unknown"
+UNKNOWN_CLOUD = "no-such-cloud"
 REFUSED = "refused"        # 403 (read: 200)
 OPEN = "open"              # 200 without any credentials
 
@@ -59,9 +66,12 @@ DECISIONS: dict[str, list[tuple[str, str]]] = {
     "/v1/usage": [(FILTERED, USAGE), (FILTERED, USAGE + "&group_by=project"),
                   (REFUSED, USAGE + "&project_id=p2")],
     "/v1/statements": [(FILTERED, STATEMENTS), (OWN, STATEMENTS + "&project_id=p1"),
-                       (REFUSED, STATEMENTS + "&project_id=p2")],
-    "/v1/price-lists/<cloud>": [(CLOUD_WIDE, "/v1/price-lists/default")],
-    "/v1/periods/<cloud>": [(CLOUD_WIDE, "/v1/periods/c3")],
+                       (REFUSED, STATEMENTS + "&project_id=p2"),
+                       (AS_UNKNOWN, "/v1/statements?cloud=c4&period=2026-10&project_id=p1"),
+                       (AS_UNKNOWN, "/v1/statements?cloud=c4&period=2026-10")],
+    "/v1/price-lists/<cloud>": [(WITHOUT_WHO, "/v1/price-lists/default"),
+                                (AS_UNKNOWN, "/v1/price-lists/c4")],
+    "/v1/periods/<cloud>": [(WITHOUT_WHO, "/v1/periods/c3"), (AS_UNKNOWN, "/v1/periods/c4")],
     # Cloud names and every cloud's resource count: cloud-wide.
     "/v1/clouds": [(REFUSED, "/v1/clouds")],
     "/v1/rejected-events": [(REFUSED, "/v1/rejected-events")],
@@ -87,7 +97,41 @@ def client(scoped_app: Flask) -> FlaskClient:
     for document in history.PRICES:
         response = client.put("/v1/price-lists/default", json=document, headers=ADMIN)
         assert response.status_code == 201, response.get_json()
+    closed = client.post("/v1/periods/c3/2026-10/close", headers=ADMIN)
+    assert closed.status_code == 200, closed.get_json()
+    # c4: p2's alone, with a price list of its own.
+    history.seed(factory, [
+        history.event("compute.instance.create.end", "inst-q", "2026-10-02T00:00:00Z",
+                      cloud="c4", project_id="p2", state="active", size=history.SMALL),
+        history.event("compute.instance.delete.end", "inst-q", "2026-10-03T00:00:00Z",
+                      cloud="c4", project_id=""),
+    ])
+    response = client.put("/v1/price-lists/c4", json=history.PRICES[0], headers=ADMIN)
+    assert response.status_code == 201, response.get_json()
+    closed = client.post("/v1/periods/c4/2026-10/close", headers=ADMIN)
+    assert closed.status_code == 200, closed.get_json()
     return client
+
+
+WHO = ("created_by", "closed_by")
+
+
+def without_who(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: None if k in WHO else without_who(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_who(member) for member in value]
+    return value
+
+
+def names_who(value: Any) -> bool:
+    """Whether an answer names who did something, at any depth."""
+    if isinstance(value, dict):
+        return any(value.get(k) is not None for k in WHO) or any(
+            names_who(v) for v in value.values())
+    if isinstance(value, list):
+        return any(names_who(member) for member in value)
+    return False
 
 
 def projects_in(value: Any) -> set[str]:
@@ -155,6 +199,26 @@ def test_a_project_reader_gets_what_was_decided(client: FlaskClient, rule: str, 
         assert status == 200, body
         assert without_instants_of_the_call(body) == without_instants_of_the_call(read_body)
         assert projects_in(body) == ({"p1"} if kind == OWN else set()), body
+    elif kind == WITHOUT_WHO:
+        assert status == 200, body
+        assert names_who(read_body), "the probe cannot show a leak"
+        assert not names_who(body), body
+        assert without_instants_of_the_call(body) == without_instants_of_the_call(
+            without_who(read_body))
+    elif kind == AS_UNKNOWN:
+        assert status == 200, body
+        unknown_url = url.replace("c4", UNKNOWN_CLOUD)
+        unknown_status, unknown = get(client, unknown_url, P1)
+        assert unknown_status == 200, unknown
+
+        def named_alike(answer: Any) -> str:
+            return json.dumps(without_instants_of_the_call(answer)).replace("c4", UNKNOWN_CLOUD)
+
+        assert named_alike(body) == named_alike(unknown)
+        if "project_id=p1" in url or "/statements" not in url:
+            # (the summaries list of a cloud p1 has no history in is empty for read too)
+            assert named_alike(read_body) != named_alike(get(client, unknown_url, READ)[1]), \
+                "the probe cannot show a leak"
     elif kind == HIDDEN:
         assert (status, body["error"]["code"]) == (404, "not_found")
     else:

@@ -114,6 +114,33 @@ def test_reporting_without_a_database_connection_refuses_to_start(
         wsgi.load_application({"TALLY_CONFIG_FILE": config})
 
 
+# postgres:// is no SQLAlchemy dialect; postgresql+psycopg2:// (and postgresql:// under
+# SQLAlchemy 2.0, which picks psycopg2) names a driver Tally does not install.
+@pytest.mark.parametrize("url", ["postgres://tally:s3cret@127.0.0.1/tally",
+                                 "postgresql+psycopg2://tally:s3cret@127.0.0.1/tally"])
+def test_a_postgresql_url_without_tallys_driver_gets_a_hint(
+        url: str, tmp_path: Path, tokens_file: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("psycopg")
+    if url.startswith("postgresql+psycopg2"):
+        try:
+            import psycopg2  # type: ignore[import-untyped]  # noqa: F401
+            pytest.skip("psycopg2 is installed here: its URL would work")
+        except ImportError:
+            pass
+    config = _write(tmp_path / "tally.conf",
+                    f"[api]\nbind = 127.0.0.1:0\ntokens_file = {tokens_file}\n"
+                    f"[database]\nconnection = {url}\n")
+    assert serve.main(["--config-file", config]) == 2
+    lines = _err_lines(capsys)
+    assert len(lines) == 1, lines
+    assert "write postgresql+psycopg://USER:PASSWORD@HOST/DBNAME" in lines[0], lines
+    assert "s3cret" not in lines[0]
+    config = _write(tmp_path / "tally.conf", f"[database]\nconnection = {url}\n")
+    assert manage.main(["--config-file", config, "db", "current"]) != 0
+    assert "write postgresql+psycopg://" in capsys.readouterr().err
+
+
 def test_manage_without_a_database_connection_reports_on_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
