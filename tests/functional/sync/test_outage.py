@@ -9,6 +9,7 @@ import datetime as dt
 from prometheus_client import REGISTRY
 
 from mapping.event import format_timestamp
+from simcloud.faults import SERVICES
 from tests.functional.sync.conftest import CLOUD, START, Syncer, naive
 
 SETTLE = dt.timedelta(seconds=60)
@@ -24,8 +25,10 @@ def _clamped_runs() -> float:
 def test_a_six_day_outage_dates_every_instance_delete_at_novas_instant(syncer: Syncer):
     syncer.advance(T1)
     syncer.sync_ok(T1)
-    # The whole cloud's API down (keystone at 503): every run of the outage fails.
-    syncer.world.world.faults.set("identity", status=503)
+    # The whole cloud's API down (every service at 503): every run of the outage fails,
+    # whatever token the run process kept from the run before.
+    for service in SERVICES:
+        syncer.world.world.faults.set(service, status=503)
     at = T1
     while at < T1 + OUTAGE:
         at += dt.timedelta(hours=12)
