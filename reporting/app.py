@@ -18,6 +18,7 @@ from reporting.api import (
     openapi,
     periods,
     price_lists,
+    read_limits,
     rejected,
     resource_types,
     resources,
@@ -42,6 +43,7 @@ def create_app(conf: cfg.ConfigOpts) -> Flask:
     db_session.init_app(app, engine, db_engine.make_sessionmaker(engine))
     errors.init_app(app)
     auth.init_app(app, conf)
+    read_limits.init_app(app, conf)
     _register_blueprints(app, conf)
     return app
 

@@ -20,6 +20,7 @@ from reporting import pagination
 from reporting.api.billing_common import period_name
 from reporting.api.errors import ApiError
 from reporting.api.project_scope import requested_project, require_project_read, visible_projects
+from reporting.api.read_limits import expensive_read
 from reporting.billing import periods, service
 from reporting.clock import utcnow
 from reporting.db.session import db_session
@@ -81,6 +82,7 @@ def statement_csv(document: dict[str, Any]) -> str:
 
 @bp.get("/v1/statements")
 @require_project_read
+@expensive_read
 def get_statements() -> Response:
     args = request.args
     params.only(args, _PARAMS)
