@@ -3,8 +3,8 @@
 
 A view decorated with :func:`expensive_read` (usage, statements, the inventory, a
 resource's history) runs only while it holds one of the worker's ``[api]
-read_threads`` read slots (``[api] threads - 1`` by default): the other threads of
-the worker stay free for ``/healthz``, ``/readyz``, ingest and the cheap reads, so a
+read_threads`` read slots (half of ``[api] threads`` by default): the other threads
+of the worker stay free for ``/healthz``, ``/readyz``, ingest and the cheap reads, so a
 burst of heavy readers never queues a liveness probe or an ingest batch behind
 them.  A read finding every slot taken is answered at once, 503
 ``read_capacity_exhausted`` with ``Retry-After``, instead of waiting in a thread.
@@ -57,8 +57,8 @@ api_read_opts: list[cfg.Opt] = [
         help="Threads of each worker that may serve expensive reads at the same time; "
         "the worker's other threads stay free for health probes, ingest and cheap "
         "reads. An expensive read finding them all busy is answered at once, 503 "
-        "read_capacity_exhausted with Retry-After. Default: [api] threads - 1 (at "
-        "least 1). At most [api] threads.",
+        "read_capacity_exhausted with Retry-After. Default: half of [api] threads "
+        "(at least 1). At most [api] threads; equal to it reserves nothing.",
     ),
 ]
 
@@ -90,7 +90,7 @@ def limits_from_conf(conf: cfg.ConfigOpts) -> ReadLimits:
     """The limits ``conf`` asks for; ValueError for a combination that cannot work."""
     threads = conf.api.read_threads
     if threads is None:
-        threads = max(1, conf.api.threads - 1)
+        threads = max(1, conf.api.threads // 2)
     elif threads > conf.api.threads:
         raise ValueError(f"[api] read_threads = {threads} is more than [api] threads = "
                          f"{conf.api.threads}")

@@ -92,8 +92,8 @@ def test_limits_that_cannot_work_stop_the_start(
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
-@pytest.mark.parametrize(("threads", "read_threads"), [(4, 3), (2, 1), (1, 1)])
-def test_read_threads_default_to_all_but_one_thread(
+@pytest.mark.parametrize(("threads", "read_threads"), [(4, 2), (5, 2), (2, 1), (1, 1)])
+def test_read_threads_default_to_half_the_threads(
         make_conf: ConfFactory, db_url: str, threads: int, read_threads: int) -> None:
     app = create_app(make_conf(db_url, api={"threads": threads}))
     try:
