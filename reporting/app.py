@@ -19,6 +19,7 @@ from reporting.api import (
     openapi,
     periods,
     price_lists,
+    read_limits,
     rejected,
     request_metrics,
     resource_types,
@@ -44,6 +45,7 @@ def create_app(conf: cfg.ConfigOpts) -> Flask:
     db_session.init_app(app, engine, db_engine.make_sessionmaker(engine))
     errors.init_app(app)
     auth.init_app(app, conf)
+    read_limits.init_app(app, conf)
     _register_blueprints(app, conf)
     # Outermost, around keystonemiddleware too: every answer counted, none in HTML.
     app.wsgi_app = request_metrics.measured(  # type: ignore[method-assign,assignment]

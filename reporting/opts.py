@@ -9,7 +9,7 @@ from __future__ import annotations
 from oslo_config import cfg
 
 from reporting import future
-from reporting.api import auth, events, keystone_auth
+from reporting.api import auth, events, keystone_auth, read_limits
 from reporting.cmd import serve
 from reporting.db import engine
 from reporting.sync import options as sync_options
@@ -22,6 +22,7 @@ _GROUPS: list[tuple[str, list[cfg.Opt]]] = [
     ("ingest", future.future_opts),
     ("api", serve.serve_opts),
     ("api", keystone_auth.api_keystone_opts),
+    ("api", read_limits.api_read_opts),
     ("sync", sync_options.sync_opts),
 ]
 

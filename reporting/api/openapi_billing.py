@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from reporting.api.openapi_doc import (
+    EXPENSIVE_READ,
     INSTANT,
     NULLABLE_INSTANT,
     errors,
@@ -157,7 +158,7 @@ def billing_paths() -> dict[str, Any]:
                     "application/json": {"schema": {"oneOf": [
                         ref("Statement"), ref("StatementSummaries")]}},
                     **_CSV}},
-                **errors(400, 401, 403, 409),
+                **errors(400, 401, 403, 409), **EXPENSIVE_READ,
             },
         }},
         "/v1/periods/{cloud}": {"get": {

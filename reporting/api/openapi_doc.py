@@ -43,6 +43,14 @@ def errors(*statuses: int) -> dict[str, Any]:
     return {str(status): error(texts[status]) for status in statuses}
 
 
+# The answer of a read decorated with reporting.api.read_limits.expensive_read.
+EXPENSIVE_READ: dict[str, Any] = {"503": error(
+    "The read was refused or cancelled: `read_capacity_exhausted` (every read thread "
+    "is busy; retry after Retry-After seconds) or `query_too_expensive` (a statement "
+    "ran past [api] read_statement_timeout_s; narrow the request); "
+    "`database_unavailable` when the database cannot be reached.")}
+
+
 def list_of(item: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "object",
@@ -263,7 +271,7 @@ def read_paths() -> dict[str, Any]:
                 param_ref("limit"), param_ref("marker"),
             ],
             "responses": {"200": json_body(ref("ResourceList"), "A page of resources."),
-                          **errors(400, 401, 403)},
+                          **errors(400, 401, 403), **EXPENSIVE_READ},
         }},
         resource: {"get": {
             **_READ,
@@ -279,7 +287,7 @@ def read_paths() -> dict[str, Any]:
             "summary": "The resource's whole history in fold order (timestamp, receipt order).",
             "parameters": [*_RESOURCE_PARAMS, param_ref("limit"), param_ref("marker")],
             "responses": {"200": json_body(ref("EventList"), "A page of events."),
-                          **errors(400, 401, 403, 404)},
+                          **errors(400, 401, 403, 404), **EXPENSIVE_READ},
         }},
         resource + "/lifecycle": {"get": {
             **_READ,
@@ -305,7 +313,7 @@ def read_paths() -> dict[str, Any]:
                 param_ref("limit"), param_ref("marker"),
             ],
             "responses": {"200": json_body(ref("Usage"), "A page of usage groups."),
-                          **errors(400, 401, 403)},
+                          **errors(400, 401, 403), **EXPENSIVE_READ},
         }},
         "/v1/clouds": {"get": {
             **_READ,

@@ -18,6 +18,7 @@ from mapping.event import MAX_ID_LEN, ResourceKey, format_timestamp
 from reporting import pagination
 from reporting.api.errors import ApiError
 from reporting.api.project_scope import requested_project, require_project_read, visible_projects
+from reporting.api.read_limits import expensive_read
 from reporting.db.models import Event, ResourceInterval
 from reporting.db.session import db_session
 from reporting.queries import params
@@ -85,6 +86,7 @@ def render_interval(interval: ResourceInterval) -> dict[str, Any]:
 
 @bp.get("/v1/resources")
 @require_project_read
+@expensive_read
 def list_resources() -> dict[str, Any]:
     args = request.args
     params.only(args, _LIST_PARAMS)
@@ -140,6 +142,7 @@ def get_resource(platform: str, cloud: str, resource_type: str, resource_id: str
 
 @bp.get(RESOURCE_PATH + "/events")
 @require_project_read
+@expensive_read
 def resource_events(platform: str, cloud: str, resource_type: str, resource_id: str) -> Any:
     key = _key(platform, cloud, resource_type, resource_id)
     params.only(request.args, _PAGE_PARAMS)

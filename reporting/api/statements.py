@@ -21,6 +21,7 @@ from reporting import pagination
 from reporting.api.billing_common import cloud_hidden, period_name
 from reporting.api.errors import ApiError
 from reporting.api.project_scope import requested_project, require_project_read, visible_projects
+from reporting.api.read_limits import expensive_read
 from reporting.billing import periods, service, versions
 from reporting.billing import statements as billing_statements
 from reporting.billing.pricelist import DEFAULT_LIST
@@ -115,6 +116,7 @@ def _as_for_an_unknown_cloud(cloud: str, project_id: str, period: str) -> str:
 
 @bp.get("/v1/statements")
 @require_project_read
+@expensive_read
 def get_statements() -> Response:
     args = request.args
     params.only(args, _PARAMS)

@@ -15,6 +15,7 @@ from flask import Blueprint, request
 from mapping.event import format_timestamp
 from reporting import pagination
 from reporting.api.project_scope import requested_project, require_project_read, visible_projects
+from reporting.api.read_limits import expensive_read
 from reporting.clock import utcnow
 from reporting.db.session import db_session
 from reporting.queries import params, usage_store
@@ -27,6 +28,7 @@ _PARAMS = frozenset({"from", "to", "cloud", "project_id", "group_by", "limit", "
 
 @bp.get("/v1/usage")
 @require_project_read
+@expensive_read
 def get_usage() -> dict[str, Any]:
     args = request.args
     params.only(args, _PARAMS)

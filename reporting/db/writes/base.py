@@ -204,6 +204,18 @@ class Writes(abc.ABC):
         """Whether a transaction that failed with ``exc`` may simply run again."""
         return False
 
+    # --- what one read may cost ----------------------------------------------------------
+
+    @abc.abstractmethod
+    def limit_statement_time(self, session: Session, seconds: float) -> None:
+        """Every statement ``session`` runs from now on (in this transaction and in any
+        later one) is cancelled once it has run ``seconds``; the connection goes back to
+        the pool without the limit."""
+
+    @abc.abstractmethod
+    def statement_timed_out(self, exc: sa.exc.OperationalError) -> bool:
+        """Whether ``exc`` is a statement cancelled by ``limit_statement_time``."""
+
     # --- the projection -------------------------------------------------------------------
 
     @abc.abstractmethod

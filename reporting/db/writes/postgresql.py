@@ -76,6 +76,10 @@ def _update_located(session: Session, table: sa.Table,
                            "found where they were read")
 
 
+# query_canceled: statement_timeout (or a cancel request) ended the statement.
+_QUERY_CANCELED = "57014"
+
+
 class PostgresWrites(Writes):
     @classmethod
     def create_engine(cls, url: str, *, pool_size: int, max_overflow: int, **options: Any
@@ -105,6 +109,21 @@ class PostgresWrites(Writes):
 
     def retryable(self, exc: sa.exc.OperationalError) -> bool:
         return getattr(exc.orig, "sqlstate", None) in _RETRYABLE
+
+    def limit_statement_time(self, session: Session, seconds: float) -> None:
+        # SET LOCAL ends with its transaction, so a pooled connection never keeps it;
+        # a transaction the session begins later (after a commit) sets it again.
+        millis = max(1, round(seconds * 1000))
+
+        def _set(_session: Session, _transaction: Any, connection: sa.Connection) -> None:
+            connection.exec_driver_sql(f"SET LOCAL statement_timeout = {millis:d}")
+
+        sa.event.listen(session, "after_begin", _set)
+        if session.in_transaction():
+            _set(session, None, session.connection())
+
+    def statement_timed_out(self, exc: sa.exc.OperationalError) -> bool:
+        return getattr(exc.orig, "sqlstate", None) == _QUERY_CANCELED
 
     def lock_resources(self, session: Session, keys: Iterable[ResourceKey]) -> None:
         pg_ingest.lock(session, keys)

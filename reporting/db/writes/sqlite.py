@@ -8,6 +8,8 @@ pure rating in Python (PostgreSQL does it set-based; tests keep both equal).
 from __future__ import annotations
 
 import datetime as dt
+import math
+import time
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from pathlib import Path
@@ -61,6 +63,28 @@ def _pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.close()
 
 
+# A statement limit on SQLite: a progress handler (called every _PROGRESS_STEPS virtual
+# machine steps) interrupts a statement past its deadline; each statement's deadline is
+# set as it starts.  Both live in the pooled connection's info until its check-in.
+_LIMIT = "tally.statement_limit_s"
+_DEADLINE = "tally.statement_deadline"
+_PROGRESS_STEPS = 1000
+
+
+def _start_statement(conn: sa.Connection, _cursor: Any, _statement: Any, _parameters: Any,
+                     _context: Any, _executemany: bool) -> None:
+    limit = conn.info.get(_LIMIT)
+    if limit is not None:
+        conn.info[_DEADLINE][0] = time.monotonic() + limit
+
+
+def _drop_limit(dbapi_conn: Any, record: Any) -> None:
+    if record.info.pop(_LIMIT, None) is not None:
+        record.info.pop(_DEADLINE, None)
+        if dbapi_conn is not None:
+            dbapi_conn.set_progress_handler(None, 0)
+
+
 class SqliteWrites(Writes):
     @classmethod
     def create_engine(cls, url: str, *, pool_size: int, max_overflow: int, **options: Any
@@ -68,6 +92,8 @@ class SqliteWrites(Writes):
         # One file, one writer at a time: no pool to size; WAL and a busy timeout.
         engine = sa.create_engine(url, connect_args={"check_same_thread": False}, **options)
         sa.event.listen(engine, "connect", _pragmas)
+        sa.event.listen(engine, "before_cursor_execute", _start_statement)
+        sa.event.listen(engine, "checkin", _drop_limit)
         return engine
 
     @classmethod
@@ -86,6 +112,23 @@ class SqliteWrites(Writes):
 
     def retryable(self, exc: sa.exc.OperationalError) -> bool:
         return "database is locked" in str(exc.orig)
+
+    def limit_statement_time(self, session: Session, seconds: float) -> None:
+        def _set(_session: Session, _transaction: Any, connection: sa.Connection) -> None:
+            info = connection.info
+            if _LIMIT not in info:
+                deadline = [math.inf]
+                info[_DEADLINE] = deadline
+                connection.connection.driver_connection.set_progress_handler(  # type: ignore[union-attr]
+                    lambda: time.monotonic() > deadline[0], _PROGRESS_STEPS)
+            info[_LIMIT] = seconds
+
+        sa.event.listen(session, "after_begin", _set)
+        if session.in_transaction():
+            _set(session, None, session.connection())
+
+    def statement_timed_out(self, exc: sa.exc.OperationalError) -> bool:
+        return getattr(exc.orig, "sqlite_errorname", None) == "SQLITE_INTERRUPT"
 
     def lock_resources(self, session: Session, keys: Iterable[ResourceKey]) -> None:
         """Nothing to do: the transaction holds the database write lock already (it

@@ -426,3 +426,54 @@ def test_a_missing_sqlite_file_is_told_and_nothing_else_is(tmp_path: Path) -> No
     assert writes.missing_database("postgresql+psycopg://u@db.invalid/none") is None
     with pytest.raises(ValueError, match="unsupported database dialect 'mysql'"):
         writes.missing_database("mysql://u@db/x")
+
+
+# A statement that never ends by itself: only a statement limit stops it.
+ENDLESS = sa.text("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                  "SELECT count(*) FROM c")
+
+
+def test_limit_statement_time_cancels_a_statement_and_leaves_the_pool_unlimited(
+        db_url: str) -> None:
+    # One pooled connection, so the second session gets the very connection the first
+    # one limited.
+    engine = writes.create_engine(db_url, pool_size=1, max_overflow=0)
+    factory = make_sessionmaker(engine)
+    try:
+        with factory() as session:
+            seam = writes.of(session)
+            seam.limit_statement_time(session, 0.2)
+            with pytest.raises(sa.exc.OperationalError) as caught:
+                session.execute(ENDLESS)
+            assert seam.statement_timed_out(caught.value)
+            session.rollback()
+            # A later transaction of the same session is limited too.
+            with pytest.raises(sa.exc.OperationalError) as again:
+                session.execute(ENDLESS)
+            assert seam.statement_timed_out(again.value)
+        with factory() as session:
+            # Back from the pool without the limit: a bounded statement that runs far
+            # longer than 0.2 s completes.
+            counted = session.execute(sa.text(
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+                "WHERE x < 3000000) SELECT count(*) FROM c")).scalar_one()
+            assert counted == 3000000
+    finally:
+        engine.dispose()
+
+
+def test_limit_statement_time_set_inside_a_transaction_applies_to_it(
+        factory: sessionmaker[Session]) -> None:
+    with factory() as session:
+        session.execute(sa.text("SELECT 1"))  # the transaction has begun
+        seam = writes.of(session)
+        seam.limit_statement_time(session, 0.2)
+        with pytest.raises(sa.exc.OperationalError) as caught:
+            session.execute(ENDLESS)
+        assert seam.statement_timed_out(caught.value)
+
+
+def test_statement_timed_out_is_false_for_other_database_errors(seam: Writes) -> None:
+    # What a lost connection or a locked SQLite file raises: the driver's own error.
+    refused = sa.exc.OperationalError("SELECT 1", {}, Exception("connection refused"))
+    assert not seam.statement_timed_out(refused)
