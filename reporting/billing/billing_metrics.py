@@ -15,6 +15,16 @@ STATEMENTS_COMPUTED = Counter(
     "project of a summary page; closed: frozen by a close).",
     ["cloud", "kind"],
 )
+
+
+def statement_computed(cloud: str, kind: str, count: int, *, known: bool) -> None:
+    """Count ``count`` statements of ``kind``.  Any reader may ask for any cloud name,
+    and every label value is a series for ever: a cloud is a label value only once
+    its statements have facts (lines or adjustments), else it counts under
+    ``cloud=""``."""
+    STATEMENTS_COMPUTED.labels(cloud=cloud if known else "", kind=kind).inc(count)
+
+
 PERIODS_CLOSED = Counter("tally_periods_closed", "Periods closed, by cloud.", ["cloud"])
 ADJUSTMENTS_BOOKED = Counter(
     "tally_adjustments_booked", "Adjustments booked by closes, by cloud.", ["cloud"]

@@ -54,7 +54,7 @@ def statement_text(session: Session, cloud: str, project_id: str, period: str,
         versions, start, end, now,
     )
     found = adjustments.pending(session, cloud, period, closed, versions, now, project_id)
-    billing_metrics.STATEMENTS_COMPUTED.labels(cloud=cloud, kind="project").inc()
+    billing_metrics.statement_computed(cloud, "project", 1, known=bool(lines or found))
     return statements.text(statements.document(
         cloud=cloud, project_id=project_id, period=period,
         currency_code=statements.currency(versions, end), closed=False, computed_at=now,
@@ -108,7 +108,7 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
             "total": money.money(money.add(subtotal, found[project]), places),
             "unrated_lines": unrated,
         })
-    billing_metrics.STATEMENTS_COMPUTED.labels(cloud=cloud, kind="summary").inc(len(items))
+    billing_metrics.statement_computed(cloud, "summary", len(items), known=bool(items))
     return items, more
 
 
