@@ -25,9 +25,9 @@ import yaml
 from flask import Flask, current_app, g, request
 from oslo_config import cfg
 
-from mapping.token_file import unusable_token_reason
 from reporting.api.errors import ApiError
 from reporting.yaml_errors import where_and_why
+from tally_common.token_file import unusable_token_reason
 
 LOG = logging.getLogger(__name__)
 
