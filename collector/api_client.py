@@ -12,8 +12,8 @@ from __future__ import annotations
 import requests
 
 from collector.errors import ConfigurationError
-from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
-from mapping.token_file import TokenFileError, read_token_file
+from tally_common.api_url import ApiUrlError, check_base_url, describe_request_error
+from tally_common.token_file import TokenFileError, read_token_file
 
 
 class DeliveryRefused(Exception):

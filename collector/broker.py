@@ -29,7 +29,7 @@ from oslo_config import cfg
 
 from collector.backoff import Backoff
 from collector.metrics import CollectorMetrics
-from mapping.config_check import redact_url
+from tally_common.config_check import redact_url
 
 LOG = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 import requests
 
 from collector.metrics import CollectorMetrics
-from mapping.api_url import describe_request_error
+from tally_common.api_url import describe_request_error
 
 LOG = logging.getLogger(__name__)
 

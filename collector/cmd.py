@@ -41,9 +41,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from collector import opts
     from collector.errors import ConfigurationError
-    from mapping import logs
-    from mapping.config_check import UnknownSettingError, check_config_files, redact_url
-    from mapping.env_aliases import EnvAliasError, apply_env_aliases
+    from tally_common import logs
+    from tally_common.config_check import UnknownSettingError, check_config_files, redact_url
+    from tally_common.env_aliases import EnvAliasError, apply_env_aliases
 
     conf = cfg.ConfigOpts()
     opts.register_opts(conf)

@@ -34,8 +34,8 @@ from collector.dispatch import NotBooked, batch_listener
 from collector.errors import ConfigurationError
 from collector.metrics import CollectorMetrics
 from mapping.event import route_problem
-from mapping.jsontext import dumps_finite
 from mapping.openstack import map_notification
+from tally_common.jsontext import dumps_finite
 
 LOG = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
 """Tally's shared contract: the canonical event and the OpenStack notification table.
 
-Imports nothing from ``collector``, ``reporting`` or ``simcloud``.
+Imports no other Tally package (``tally_common``, ``collector``, ``reporting``, ``simcloud``).
 """

@@ -10,8 +10,8 @@ from oslo_config import cfg
 
 from reporting import future
 from reporting.api import auth, events, keystone_auth, read_limits
-from reporting.cmd import serve
 from reporting.db import engine
+from reporting.serve_options import serve_opts
 from reporting.sync import options as sync_options
 
 _GROUPS: list[tuple[str, list[cfg.Opt]]] = [
@@ -20,7 +20,7 @@ _GROUPS: list[tuple[str, list[cfg.Opt]]] = [
     ("api", events.api_body_opts),
     ("ingest", events.ingest_opts),
     ("ingest", future.future_opts),
-    ("api", serve.serve_opts),
+    ("api", serve_opts),
     ("api", keystone_auth.api_keystone_opts),
     ("api", read_limits.api_read_opts),
     ("sync", sync_options.sync_opts),

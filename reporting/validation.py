@@ -31,11 +31,11 @@ from mapping.event import (
     route_problem,
     verb,
 )
-from mapping.jsontext import dumps_finite
 from reporting.db.models import ResourceType, SizeName
 from reporting.future import FutureBound
 from reporting.schema_patterns import LINEAR, UNRUNNABLE, holds_pattern, pattern_problem
 from reporting.schema_refs import OFFLINE_REGISTRY, UNRESOLVABLE, ref_problem
+from tally_common.jsontext import dumps_finite
 
 VOLUME_TYPE_KIND = "volume_type"
 UNKNOWN_CLOUD = "unknown cloud"

@@ -23,10 +23,10 @@ import requests
 import yaml
 
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
-from mapping.logs import command_line_logging
 from simcloud import driver
 from simcloud.config import API_SERVICE_TYPES, STOCK_EXCHANGES, ConfigError, WorldConfig
 from simcloud.listening import ListenError, format_bind, listen
+from tally_common.logs import command_line_logging
 
 LOG = logging.getLogger("simcloud")
 
@@ -149,7 +149,7 @@ def _drive(args: argparse.Namespace) -> int:
         return 2
     token = None
     if args.token_file:
-        from mapping.token_file import TokenFileError, read_token_file
+        from tally_common.token_file import TokenFileError, read_token_file
 
         try:
             token = read_token_file(args.token_file)  # the first line, as every client
@@ -260,7 +260,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _redact(url: str | None) -> str | None:
     if not url:
         return None
-    from mapping.config_check import redact_url
+    from tally_common.config_check import redact_url
 
     return redact_url(url)
 

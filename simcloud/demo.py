@@ -32,7 +32,7 @@ from oslo_config import cfg
 from werkzeug.serving import make_server
 
 from mapping.event import format_timestamp
-from mapping.logs import command_line_logging
+from tally_common.logs import command_line_logging
 
 LOG = logging.getLogger("tally-demo")
 

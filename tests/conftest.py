@@ -138,7 +138,7 @@ def rabbit_url() -> str:
 
 @pytest.fixture(autouse=True)
 def _restore_logging() -> Iterator[None]:
-    """A command's main() run in the test process sets up oslo.log (mapping.logs): its
+    """A command's main() run in the test process sets up oslo.log (tally_common.logs): its
     handler writes to the stream the test captured, and it replaces sys.excepthook.
     Undone after each test, so a later test's records never reach a closed stream."""
     import logging

@@ -13,7 +13,6 @@ dead-letter replay and /internal/sync).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hmac
 import logging
@@ -25,15 +24,13 @@ import yaml
 from flask import Flask, current_app, g, request
 from oslo_config import cfg
 
-from mapping.token_file import unusable_token_reason
+from reporting.api import keystone_auth
+from reporting.api.callers import PROJECT_READER, ROLES, AuthConfigError, Caller
 from reporting.api.errors import ApiError
 from reporting.yaml_errors import where_and_why
+from tally_common.token_file import unusable_token_reason
 
 LOG = logging.getLogger(__name__)
-
-ROLES = ("ingest", "read", "admin", "project_reader")
-# Reads the project-scoped queries of the one project its credentials name.
-PROJECT_READER = "project_reader"
 
 api_auth_opts: list[cfg.Opt] = [
     cfg.StrOpt(
@@ -55,22 +52,6 @@ api_auth_opts: list[cfg.Opt] = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class AuthConfigError(ValueError):
-    """The auth configuration cannot work; the service refuses to start."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Caller:
-    """Who sent the request: a Tally role ("" when none maps) and, for a project
-    reader (a keystone token scoped to a project, a project_reader bearer token), that
-    project; ``note`` says why a keystone token's scope granted less than its roles
-    (added to a 403's message)."""
-
-    role: str
-    project_id: str | None = None
-    note: str | None = None
 
 
 def _caller_of(path: str, token_value: object) -> Caller:
@@ -150,8 +131,6 @@ def init_app(app: Flask, conf: cfg.ConfigOpts) -> None:
     elif strategy == "noauth":
         LOG.warning("auth_strategy=noauth: every request is admin; never use this in production")
     elif strategy == "keystone":
-        from reporting.api import keystone_auth
-
         keystone_auth.init_app(app, conf)
 
 
@@ -166,8 +145,6 @@ def current_caller() -> Caller | None:
     elif strategy == "token":
         caller = _caller_from_token(current_app.config["TALLY_TOKENS"])
     else:
-        from reporting.api import keystone_auth
-
         caller = keystone_auth.caller_from_environ(request.environ)
     g.tally_caller = caller
     return caller

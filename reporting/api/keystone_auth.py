@@ -41,7 +41,7 @@ from typing import Any
 from flask import Flask
 from oslo_config import cfg
 
-from reporting.api.auth import PROJECT_READER, ROLES, AuthConfigError, Caller
+from reporting.api.callers import PROJECT_READER, ROLES, AuthConfigError, Caller
 
 LOG = logging.getLogger(__name__)
 

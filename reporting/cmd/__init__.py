@@ -42,11 +42,11 @@ def load_conf(
     """Parse the command line and config files into a ConfigOpts with every reporting
     option registered (oslo.log's too: ``setup_logging`` applies them), apply the
     environment aliases
-    (``mapping.env_aliases``; the process's environment unless ``environ`` is given)
+    (``tally_common.env_aliases``; the process's environment unless ``environ`` is given)
     and check every value."""
-    from mapping import logs
-    from mapping.env_aliases import EnvAliasError, apply_env_aliases
     from reporting import opts
+    from tally_common import logs
+    from tally_common.env_aliases import EnvAliasError, apply_env_aliases
 
     conf = cfg.ConfigOpts()
     opts.register_opts(conf)
@@ -72,8 +72,8 @@ def load_conf(
 
 def check_settings(conf: cfg.ConfigOpts, prog: str, *, only: Collection[str] | None = None) -> None:
     """An unknown Tally option or section is a ConfigError; an unknown option of a
-    library's section a warning on stderr (``mapping.config_check`` says why)."""
-    from mapping.config_check import UnknownSettingError, check_config_files
+    library's section a warning on stderr (``tally_common.config_check`` says why)."""
+    from tally_common.config_check import UnknownSettingError, check_config_files
 
     try:
         warnings = check_config_files(conf, only=only)
@@ -87,7 +87,7 @@ def require_database(conf: cfg.ConfigOpts) -> str:
     """The configured database URL, credentials redacted; a ConfigError when
     ``[database] connection`` was never set (its default, an SQLite file in the
     working directory, is for the demo and development, never guessed by a command)."""
-    from mapping.config_check import redact_url
+    from tally_common.config_check import redact_url
 
     location = conf.get_location("connection", "database")
     if location is None or location.location == cfg.Locations.opt_default:
@@ -115,14 +115,14 @@ def one_line(exc: BaseException) -> str:
 
 
 def setup_logging(conf: cfg.ConfigOpts, prog: str, *, to_stderr: bool = False) -> None:
-    """oslo.log's setup (``mapping.logs``) with Alembic's INFO lines kept out.
+    """oslo.log's setup (``tally_common.logs``) with Alembic's INFO lines kept out.
 
     The API never migrates, yet ``/readyz`` uses Alembic: on its first import (the
     first probe of each worker, database up or not) Alembic logs the setup of each
     of its plugins, and every probe's migration context names its dialect; and
     ``tally-manage`` prints what a migration did in one line of its own.  Set once,
     with the logging, so no probe depends on a level it flips itself.  ``to_stderr``:
-    a command whose stdout is its result (``mapping.logs.setup``)."""
-    from mapping import logs
+    a command whose stdout is its result (``tally_common.logs.setup``)."""
+    from tally_common import logs
 
     logs.setup(conf, prog, to_stderr=to_stderr, quiet=("alembic",))

@@ -32,33 +32,6 @@ PROG = "tally-reporting"
 GC_THRESHOLD = 50_000
 LOG = logging.getLogger(__name__)
 
-serve_opts: list[cfg.Opt] = [
-    cfg.StrOpt(
-        "bind",
-        default="127.0.0.1:8779",
-        help="HOST:PORT the Reporting API listens on ([::1]:8779 for IPv6; a host "
-        "alone listens on port 8779; port 0 picks a free port, named by the log line "
-        "'Listening at'). Checked at start: an address that cannot be listened on "
-        "stops the start.",
-    ),
-    cfg.IntOpt("workers", default=2, min=1, help="gunicorn worker processes."),
-    cfg.IntOpt(
-        "threads",
-        default=4,
-        min=1,
-        help="Threads per worker (gthread); requests served concurrently per worker.",
-    ),
-    cfg.IntOpt(
-        "timeout",
-        default=120,
-        min=10,
-        help="Seconds a request may take before gunicorn restarts its worker. One value "
-        "for the whole worker, so it must be at least [sync] budget_s + 15 (the "
-        "synchronous sync route); the service refuses to start otherwise.",
-    ),
-]
-
-
 # gunicorn's request limits, at or above what the proxy in front passes on (nginx's
 # large_client_header_buffers 4 8k: a request line or header line of 8190 characters,
 # 32 KiB of headers, deploy/nginx/tally-reporting.conf), so a request the proxy took

@@ -21,12 +21,12 @@ from urllib.parse import quote
 import requests
 from oslo_config import cfg
 
-from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
-from mapping.config_check import redact_url
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
-from mapping.token_file import TokenFileError, read_token_file
 from reporting.cmd import ConfigError, load_conf, setup_logging
 from reporting.sync.stats import describe_deferred
+from tally_common.api_url import ApiUrlError, check_base_url, describe_request_error
+from tally_common.config_check import redact_url
+from tally_common.token_file import TokenFileError, read_token_file
 
 if TYPE_CHECKING:
     from reporting.sync.clouds import CloudEntry

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from reporting.db.models import Base, BigIntId
+from reporting.db.base import Base, BigIntId
 
 
 class _ExactNumeric(TypeDecorator[Decimal]):

@@ -19,31 +19,16 @@ from sqlalchemy import (
     Boolean,
     DateTime,
     Index,
-    Integer,
-    MetaData,
     String,
     Text,
     func,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
-# Deterministic constraint names so migrations and drift checks agree on both dialects.
-NAMING_CONVENTION = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-# BIGINT on PostgreSQL, but INTEGER on SQLite so the column is a rowid alias and
-# autoincrements.
-BigIntId = BigInteger().with_variant(Integer(), "sqlite")
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {dict[str, Any]: JSON}
+# Billing's tables live beside their feature; importing them here registers them on
+# Base.metadata, which the migrations and the drift test compare.
+from reporting.db import billing_models as billing_models
+from reporting.db.base import Base, BigIntId
 
 
 class Event(Base):
@@ -242,8 +227,3 @@ class SyncSighting(Base):
     resource_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     first_seen_at: Mapped[dt.datetime] = mapped_column(DateTime())
     seen_until: Mapped[dt.datetime | None] = mapped_column(DateTime())
-
-
-# Billing's tables live beside their feature; importing them here registers them on
-# Base.metadata, which the migrations and the drift test compare.
-from reporting.db import billing_models as billing_models  # noqa: E402

@@ -19,9 +19,9 @@ from typing import Any
 
 from oslo_config import cfg
 
-from mapping import logs
 from reporting import opts
 from reporting.sync.clouds import CloudEntry
+from tally_common import logs
 
 OptionValue = tuple[str | None, str, Any]  # (group or None for DEFAULT, option, value)
 # oslo.config's own: which files were parsed, not a value the run reads.

@@ -1,4 +1,4 @@
-"""``[sync]`` options of tally-reporting and tally-sync (aliases: ``mapping.env_aliases``)."""
+"""``[sync]`` options of tally-reporting and tally-sync (aliases: ``tally_common.env_aliases``)."""
 
 from __future__ import annotations
 

@@ -16,9 +16,9 @@ import datetime as dt
 
 import requests
 
-from mapping.api_url import describe_request_error
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from reporting.sync.clouds import CloudEntry
+from tally_common.api_url import describe_request_error
 
 CLOCK_TIMEOUT_S = 10.0
 

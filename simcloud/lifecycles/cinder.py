@@ -10,13 +10,13 @@ from simcloud.lifecycles.common import Owner, another_project, ops_until, pick
 from simcloud.model import Phase
 
 if TYPE_CHECKING:
-    from simcloud.generator import Project, _Builder
+    from simcloud.builder import Builder, Project
 
 VOLUME_SIZES = (1, 5, 10, 20, 50, 100, 200, 500)
 VOLUME_SIZE_WEIGHTS = (5, 10, 20, 20, 15, 15, 10, 5)
 
 
-def volume(b: _Builder, born: float, death: float | None, pre: bool, owner: Owner,
+def volume(b: Builder, born: float, death: float | None, pre: bool, owner: Owner,
            projects: list[Project]) -> None:
     rng = b.rng
     res = b.resource(model.VOLUME, born, owner, f"cinder-{rng.randrange(1, 9)}@lvmdriver-1#lvm")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from simcloud.generator import Project, _Builder
+    from simcloud.builder import Builder, Project
 
 Owner = tuple[str, str]
 
@@ -27,7 +27,7 @@ def pick(rng: Any, options: Sequence[Any], weights: tuple[int, ...]) -> Any:
     return options[bisect.bisect_right(cum, rng.random() * total)]
 
 
-def ops_until(b: _Builder, t: float, death: float | None) -> tuple[float, bool]:
+def ops_until(b: Builder, t: float, death: float | None) -> tuple[float, bool]:
     """The instant of the next operation, and whether it is the deletion."""
     nxt = b.next_op(t)
     limit = death if death is not None else b.end

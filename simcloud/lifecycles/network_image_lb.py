@@ -10,10 +10,10 @@ from simcloud.lifecycles.common import Owner, ops_until
 from simcloud.model import Phase
 
 if TYPE_CHECKING:
-    from simcloud.generator import Project, _Builder
+    from simcloud.builder import Builder, Project
 
 
-def floating_ip(b: _Builder, born: float, death: float | None, pre: bool, owner: Owner,
+def floating_ip(b: Builder, born: float, death: float | None, pre: bool, owner: Owner,
                 projects: list[Project]) -> None:
     rng = b.rng
     res = b.resource(model.FLOATING_IP, born, owner, f"neutron-{rng.randrange(1, 4)}")
@@ -54,7 +54,7 @@ def floating_ip(b: _Builder, born: float, death: float | None, pre: bool, owner:
 # --- glance ----------------------------------------------------------------------------
 
 
-def image(b: _Builder, born: float, death: float | None, pre: bool, owner: Owner,
+def image(b: Builder, born: float, death: float | None, pre: bool, owner: Owner,
           projects: list[Project]) -> None:
     rng = b.rng
     res = b.resource(model.IMAGE, born, owner, "localhost")
@@ -102,7 +102,7 @@ def image(b: _Builder, born: float, death: float | None, pre: bool, owner: Owner
 # --- octavia ---------------------------------------------------------------------------
 
 
-def loadbalancer(b: _Builder, born: float, death: float | None, pre: bool, owner: Owner,
+def loadbalancer(b: Builder, born: float, death: float | None, pre: bool, owner: Owner,
                  projects: list[Project]) -> None:
     rng = b.rng
     res = b.resource(model.LOADBALANCER, born, owner, "octavia-worker")

@@ -11,10 +11,10 @@ from simcloud.lifecycles.common import Owner, ops_until, pick
 from simcloud.model import Phase, Resource
 
 if TYPE_CHECKING:
-    from simcloud.generator import Project, _Builder
+    from simcloud.builder import Builder, Project
 
 
-def instance(b: _Builder, born: float, death: float | None, pre: bool, owner: Owner,
+def instance(b: Builder, born: float, death: float | None, pre: bool, owner: Owner,
              projects: list[Project]) -> None:
     rng = b.rng
     host = f"compute-{rng.randrange(1, 41):02d}"
@@ -100,7 +100,7 @@ def model_public_flavors() -> list[int]:
     return _PUBLIC_FLAVORS
 
 
-def _resize(b: _Builder, res: Resource, phase: Callable[..., None], t: float, vm: str,
+def _resize(b: Builder, res: Resource, phase: Callable[..., None], t: float, vm: str,
             flavor: int) -> tuple[float, int]:
     """A resize, then its confirm or revert: returns (end instant, flavor after)."""
     rng = b.rng

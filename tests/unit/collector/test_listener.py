@@ -23,7 +23,7 @@ from collector.buffer import EventBuffer
 from collector.errors import ConfigurationError
 from collector.listener import NotificationEndpoint, build_listener, resolve_cloud
 from collector.metrics import CollectorMetrics
-from mapping.env_aliases import apply_env_aliases
+from tally_common.env_aliases import apply_env_aliases
 from tests.unit.collector.conftest import sample_value
 
 META = {"message_id": "m-1", "timestamp": "2026-11-29 23:46:12.702142"}

@@ -15,7 +15,7 @@ from oslo_config import cfg
 
 from collector import opts
 from collector.service import Collector
-from mapping.env_aliases import apply_env_aliases
+from tally_common.env_aliases import apply_env_aliases
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from mapping.event import MAX_BATCH
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-PACKAGES = ("mapping", "collector", "reporting", "simcloud", "bench")
+PACKAGES = ("mapping", "tally_common", "collector", "reporting", "simcloud", "bench")
 
 
 def _sources() -> dict[str, str]:

@@ -1,5 +1,5 @@
 """Every Tally command and server logs through the same oslo.log setup
-(``mapping.logs``): oslo.log's options in its configuration, its formatter on every
+(``tally_common.logs``): oslo.log's options in its configuration, its formatter on every
 line, the log file when one is set; stderr for the commands whose stdout is their
 result (tally-sync, tally-manage), stdout for the servers."""
 

@@ -1,6 +1,6 @@
-"""Tally installs four top-level packages under generic names.
+"""Tally installs five top-level packages under generic names.
 
-``mapping``, ``collector``, ``reporting`` and ``simcloud`` are names another
+``mapping``, ``tally_common``, ``collector``, ``reporting`` and ``simcloud`` are names another
 distribution could also ship; installed side by side, one would silently replace
 the other's files.  Tally is therefore installed into a virtualenv of its own
 (docs/deployment.md), and these tests fail when anything else in the environment
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-TOP_LEVEL = ("mapping", "collector", "reporting", "simcloud")
+TOP_LEVEL = ("mapping", "tally_common", "collector", "reporting", "simcloud")
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 

@@ -1,6 +1,6 @@
 """orjson on the ingest hot path answers exactly what the standard library answers.
 
-``validation.unstorable`` (through ``mapping.jsontext``) and ``pg_batch.dumps``
+``validation.unstorable`` (through ``tally_common.jsontext``) and ``pg_batch.dumps``
 encode with orjson and hand what orjson cannot decide (or write) to the standard
 library; the request body is parsed by orjson, and what orjson refuses (or could
 read inexactly: integers beyond 64 bits) by the standard library with a

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from mapping.config_check import redact_url
 from reporting import wsgi
 from reporting.cmd import ConfigError, load_conf, manage, serve
 from reporting.cmd import sync as sync_cmd
 from reporting.cmd.bind import check_bind, parse_bind
+from tally_common.config_check import redact_url
 
 
 def _write(path: Path, text: str) -> str:

@@ -13,12 +13,12 @@ import requests
 
 from collector.api_client import read_token
 from collector.errors import ConfigurationError
-from mapping.api_url import ApiUrlError, check_base_url, describe_request_error
-from mapping.token_file import TokenFileError, read_token_file
 from reporting.api.auth import AuthConfigError, Caller, load_tokens
 from reporting.openstack.credentials import resolve_cloud
 from reporting.sync.clouds import CloudsFileError, load_clouds_file
 from reporting.sync.observation import RunAborted
+from tally_common.api_url import ApiUrlError, check_base_url, describe_request_error
+from tally_common.token_file import TokenFileError, read_token_file
 
 ETC = Path(__file__).resolve().parents[3] / "etc" / "tally"
 

@@ -10,13 +10,13 @@ from pathlib import Path
 from oslo_config import cfg
 from prometheus_client import REGISTRY
 
-from mapping import logs
 from reporting import metrics, opts
 from reporting.sync import child_metrics
 from reporting.sync.child_job import Job, Outcome, restore, snapshot
 from reporting.sync.clouds import CloudEntry
 from reporting.sync.run_process import RunProcesses
 from reporting.sync.stats import empty_stats
+from tally_common import logs
 
 ENTRY = CloudEntry("sim", "openstack", "openstack", {"os_cloud": "sim-admin"},
                    clock="simulated", clock_url="http://127.0.0.1:1/_sim/clock")

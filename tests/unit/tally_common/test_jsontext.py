@@ -1,4 +1,4 @@
-"""mapping.jsontext: the collector's event text and the API's storability check."""
+"""tally_common.jsontext: the collector's event text and the API's storability check."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mapping.jsontext import dumps_finite
+from tally_common.jsontext import dumps_finite
 
 
 @pytest.mark.parametrize("event", [

@@ -1,4 +1,4 @@
-"""Tally's environment aliases: one table (``mapping.env_aliases``), applied where each
+"""Tally's environment aliases: one table (``tally_common.env_aliases``), applied where each
 command loads its configuration, each value parsed by its option's own type; the
 table in docs/deployment.md is this one; nothing else reads the environment for a
 Tally option."""
@@ -14,12 +14,12 @@ import pytest
 from oslo_config import cfg, types
 
 from collector import opts as collector_opts
-from mapping.env_aliases import ENV_ALIASES, EnvAliasError, apply_env_aliases
 from reporting import opts as reporting_opts
 from reporting.cmd import ConfigError, load_conf
+from tally_common.env_aliases import ENV_ALIASES, EnvAliasError, apply_env_aliases
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-PACKAGES = ("mapping", "collector", "reporting", "simcloud")
+PACKAGES = ("mapping", "tally_common", "collector", "reporting", "simcloud")
 READ_BY = {"collector": "tally-collector",
            "reporting": "tally-reporting, tally-manage, tally-sync, reporting.wsgi"}
 
@@ -250,4 +250,4 @@ def test_an_alias_is_named_only_by_the_table() -> None:
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Constant) and node.value in ENV_ALIASES:
                 named.append((name, node.value))
-    assert sorted({name for name, _ in named}) == ["mapping/env_aliases.py"], named
+    assert sorted({name for name, _ in named}) == ["tally_common/env_aliases.py"], named

@@ -1,0 +1,30 @@
+"""Who calls the Reporting API: Tally's roles, the caller of a request and the error
+of an auth configuration that cannot work.
+
+Shared by the strategies (``reporting.api.auth`` for bearer tokens and noauth,
+``reporting.api.keystone_auth`` for keystone), which both build a ``Caller``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+ROLES = ("ingest", "read", "admin", "project_reader")
+# Reads the project-scoped queries of the one project its credentials name.
+PROJECT_READER = "project_reader"
+
+
+class AuthConfigError(ValueError):
+    """The auth configuration cannot work; the service refuses to start."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Caller:
+    """Who sent the request: a Tally role ("" when none maps) and, for a project
+    reader (a keystone token scoped to a project, a project_reader bearer token), that
+    project; ``note`` says why a keystone token's scope granted less than its roles
+    (added to a 403's message)."""
+
+    role: str
+    project_id: str | None = None
+    note: str | None = None
