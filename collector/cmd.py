@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from mapping import logs
     from mapping.config_check import UnknownSettingError, check_config_files, redact_url
     from mapping.env_aliases import EnvAliasError, apply_env_aliases
+    from mapping.service_auth import ServiceAuthError, register_plugin_opts
 
     conf = cfg.ConfigOpts()
     opts.register_opts(conf)
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         conf(sys.argv[1:] if argv is None else argv, project="tally", prog=PROG)
         apply_env_aliases(conf, os.environ)
+        register_plugin_opts(conf)  # [service_credentials] username, ... are known
         # Tally's own sections now; the library sections once the transport loaded
         # the driver that registers their options.
         check_config_files(conf, lenient=(), only=("collector",))
@@ -54,14 +56,17 @@ def main(argv: list[str] | None = None) -> int:
 
         collector = Collector(conf)
         for warning in check_config_files(conf, only=("DEFAULT", "oslo_messaging_rabbit",
-                                                      "oslo_messaging_notifications")):
+                                                      "oslo_messaging_notifications",
+                                                      "service_credentials")):
             LOG.warning("%s", warning.removeprefix("WARNING: "))
         try:
             broker = conf.oslo_messaging_notifications.transport_url or conf.transport_url
         except cfg.NoSuchOptError:  # no transport built (tests replace the Collector)
             broker = None
         LOG.info("broker: %s", redact_url(broker))
-        LOG.info("Reporting API: %s", redact_url(conf.collector.reporting_url))
+        api = getattr(collector, "api", None)
+        LOG.info("Reporting API: %s", api.describe() if api is not None
+                 else redact_url(conf.collector.reporting_url))
         stop = threading.Event()
 
         def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -77,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         gc.freeze()
         collector.start()
     except (cfg.Error, ConfigurationError, UnknownSettingError, EnvAliasError,
-            oslo_messaging.InvalidTransportURL) as exc:
+            ServiceAuthError, oslo_messaging.InvalidTransportURL) as exc:
         print(f"{PROG}: configuration error: {_one_line(exc)}", file=sys.stderr)
         return 2
     while not stop.wait(1.0):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from oslo_config import cfg
 
+from mapping import service_auth
 from reporting.api import auth, events, keystone_auth
 from reporting.cmd import serve
 from reporting.db import engine
@@ -25,9 +26,17 @@ _GROUPS: list[tuple[str, list[cfg.Opt]]] = [
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Tally's own groups (every option registered) and, for the sample,
+    ``[service_credentials]`` of tally-sync (keystoneauth's; see ``registered``)."""
+    return registered() + service_auth.list_opts()
+
+
+def registered() -> list[tuple[str, list[cfg.Opt]]]:
     return [(group, list(opts)) for group, opts in _GROUPS]
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     for group, opts in _GROUPS:
         conf.register_opts(opts, group=group)
+    # tally-sync's login; the auth plugin's options once its auth_type is read.
+    service_auth.register_opts(conf)
