@@ -27,6 +27,7 @@ Imports nothing of Tally but ``mapping`` (the collector uses it).
 
 from __future__ import annotations
 
+import copy
 import re
 import threading
 from collections.abc import Mapping
@@ -118,10 +119,15 @@ def register_plugin_opts(conf: cfg.ConfigOpts) -> None:
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
     """For the sample files: the password plugin's options, as ceilometer lists them
     (any keystoneauth1 plugin works, e.g. ``v3applicationcredential``)."""
-    return [(GROUP, list(ks_loading.get_auth_common_conf_options())
-             + list(ks_loading.get_auth_plugin_conf_options("password"))
-             + list(ks_loading.get_session_conf_options())
-             + list(catalog_opts))]
+    plugin = []
+    for opt in ks_loading.get_auth_plugin_conf_options("password"):
+        # Required only once auth_type = password is set: a file without the group
+        # must still read every listed option.
+        listed = copy.copy(opt)
+        listed.required = False
+        plugin.append(listed)
+    return [(GROUP, list(ks_loading.get_auth_common_conf_options()) + plugin
+             + list(ks_loading.get_session_conf_options()) + list(catalog_opts))]
 
 
 @dataclass(frozen=True)
