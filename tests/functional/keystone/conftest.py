@@ -12,6 +12,7 @@ keystone-mode tally-reporting in front of it, with Tally's accounts bootstrapped
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.conftest import sqlite_copy
-from tests.functional.keystone.server import Admin, KeystoneServer, running_keystone
+from tests.functional.keystone.server import Admin, KeystoneServer, running_keystone, token
 from tests.unit.reporting.fixtures import RunningServer, start_server, write_config
 
 ROLE_MAP = ("admin:admin,member:project_reader,reader:project_reader,"
@@ -36,6 +37,9 @@ class Deployment:
     api: RunningServer
     db_url: str
     projects: dict[str, str] = field(default_factory=dict)  # name: id
+    # alice's token issued at the start of the session, and when (time.monotonic)
+    early_token: tuple[str, float] = ("", 0.0)
+    users: dict[str, str] = field(default_factory=dict)  # name: id
     password: str = PASSWORD
 
     def service_credentials(self, user: str) -> str:
@@ -71,8 +75,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory,
         admin.user("tally-collector", PASSWORD, projects["service"], roles["tally_ingest"])
         admin.user("tally-sync", PASSWORD, projects["service"], roles["tally_admin"])
         admin.user("tally-nobody", PASSWORD, projects["service"], roles["member"])
-        admin.user("alice", PASSWORD, projects["alpha"], roles["member"])
+        alice = admin.user("alice", PASSWORD, projects["alpha"], roles["member"])
         admin.user("bob", PASSWORD, projects["beta"], roles["member"])
+        early = (token(keystone, "alice", PASSWORD, project="alpha"), time.monotonic())
         db_url = sqlite_copy(sqlite_migrated_template, workdir / "tally.sqlite")
         config = write_config(
             workdir / "reporting.conf", db_url, "",
@@ -88,6 +93,6 @@ def deployment(tmp_path_factory: pytest.TempPathFactory,
         api = start_server(config, workdir / "reporting.log")
         try:
             admin.service_endpoint("usage-history", api.base_url)
-            yield Deployment(keystone, admin, api, db_url, projects)
+            yield Deployment(keystone, admin, api, db_url, projects, early, {"alice": alice})
         finally:
             api.stop()
