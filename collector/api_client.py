@@ -10,10 +10,24 @@ whose text is one line an operator reads.
 from __future__ import annotations
 
 import requests
+from oslo_config import cfg
 
 from collector.errors import ConfigurationError
-from tally_common.api_url import ApiUrlError, check_base_url, describe_request_error
+from tally_common.api_url import ApiUrlError, check_base_url
+from tally_common.service_auth import (
+    ApiClient,
+    ApiNoAnswer,
+    BearerClient,
+    ServiceAuthError,
+    ServiceSettings,
+    api_client,
+)
 from tally_common.token_file import TokenFileError, read_token_file
+
+EVENTS_PATH = "/v1/events"
+REJECTED_PATH = "/v1/rejected-events"
+CLOUDS_PATH = "/v1/clouds"
+SETTINGS = ServiceSettings("collector", "reporting_url", "token_file")
 
 
 class DeliveryRefused(Exception):
@@ -34,7 +48,25 @@ def api_url(reporting_url: str, path: str) -> str:
 
 
 def events_url(reporting_url: str) -> str:
-    return api_url(reporting_url, "/v1/events")
+    return api_url(reporting_url, EVENTS_PATH)
+
+
+def client_from_conf(conf: cfg.ConfigOpts) -> ApiClient:
+    """The one client of the Reporting API every sender shares (``tally_common.service_auth``:
+    keystone's session, the token file or nothing), checked now."""
+    try:
+        return api_client(conf, SETTINGS, conf.collector.reporting_url)
+    except ServiceAuthError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def endpoint(client: ApiClient | None, url: str, token: str | None,
+             path: str) -> tuple[ApiClient, str]:
+    """The client and path a sender uses: ``client`` and the API's ``path``, or (built
+    from a full URL and token, as tests do) a bearer client of ``url`` itself."""
+    if client is not None:
+        return client, path
+    return BearerClient(url, token), ""
 
 
 def read_token(path: str | None) -> str | None:
@@ -47,23 +79,16 @@ def read_token(path: str | None) -> str | None:
         raise ConfigurationError(f"[collector] token_file {exc}") from None
 
 
-def headers(token: str | None) -> dict[str, str]:
-    """The headers of every request to the API: JSON bodies, the bearer token if any."""
-    sent = {"Content-Type": "application/json"}
-    if token:
-        sent["Authorization"] = f"Bearer {token}"
-    return sent
+JSON_BODY = {"Content-Type": "application/json"}
 
 
-def post(session: requests.Session, url: str, body: bytes, timeout: float) -> requests.Response:
-    """POST ``body``; a request that got no answer is a DeliveryRefused."""
+def post(client: ApiClient, path: str, body: bytes, timeout: float) -> requests.Response:
+    """POST ``body`` (JSON); a request that got no answer is a DeliveryRefused (also
+    when keystone did not let the service log in: retried like any other)."""
     try:
-        return session.post(url, data=body, timeout=timeout)
-    except requests.Timeout as exc:
-        raise DeliveryRefused("timeout", describe_request_error(exc, url)) from None
-    except requests.RequestException as exc:
-        # requests' text holds urllib3's twice (~600 characters): one reason instead.
-        raise DeliveryRefused("connection", describe_request_error(exc, url)) from None
+        return client.request("POST", path, data=body, headers=JSON_BODY, timeout=timeout)
+    except ApiNoAnswer as exc:
+        raise DeliveryRefused(exc.reason, str(exc)) from None
 
 
 def _error_code(response: requests.Response) -> str:

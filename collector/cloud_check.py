@@ -15,19 +15,22 @@ import logging
 import threading
 from typing import Any
 
-import requests
-
+from collector.api_client import CLOUDS_PATH, endpoint
 from collector.metrics import CollectorMetrics
-from tally_common.api_url import describe_request_error
+from tally_common.service_auth import ApiClient, ApiNoAnswer
 
 LOG = logging.getLogger(__name__)
 
 
 class CloudCheck:
     def __init__(self, reporting_url: str, token: str | None, cloud: str,
-                 metrics: CollectorMetrics, *, timeout: float, retry_s: float) -> None:
-        self._url = reporting_url.rstrip("/") + "/v1/clouds"
-        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+                 metrics: CollectorMetrics, *, timeout: float, retry_s: float,
+                 client: ApiClient | None = None) -> None:
+        # ``client``: the collector's; None: a bearer client of ``reporting_url``, ``token``.
+        self._client, self._path = endpoint(
+            client, reporting_url.rstrip("/") + CLOUDS_PATH, token, CLOUDS_PATH)
+        self._url = reporting_url.rstrip("/") + CLOUDS_PATH if client is None \
+            else f"{client.describe()} {CLOUDS_PATH}"
         self._cloud = cloud
         self._metrics = metrics
         self._timeout = timeout
@@ -41,16 +44,17 @@ class CloudCheck:
                 break
             self._metrics.cloud_check_failures.inc()
             stopping.wait(self._retry_s)
+        self._client.close()
         self.done.set()
 
     def once(self) -> bool | None:
         """Whether the API knows the cloud; None when it did not answer."""
         failure = None
         try:
-            response = requests.get(self._url, headers=self._headers, timeout=self._timeout)
+            response = self._client.request("GET", self._path, timeout=self._timeout)
             body: Any = response.json() if response.status_code == 200 else None
-        except requests.RequestException as exc:
-            failure = describe_request_error(exc, self._url)
+        except ApiNoAnswer as exc:
+            failure = str(exc)
         except ValueError:
             failure = f"HTTP {response.status_code} with a body that is not JSON"
         if failure is not None:

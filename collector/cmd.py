@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     from tally_common import logs
     from tally_common.config_check import UnknownSettingError, check_config_files, redact_url
     from tally_common.env_aliases import EnvAliasError, apply_env_aliases
+    from tally_common.service_auth import ServiceAuthError, register_plugin_opts
 
     conf = cfg.ConfigOpts()
     opts.register_opts(conf)
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         conf(sys.argv[1:] if argv is None else argv, project="tally", prog=PROG)
         apply_env_aliases(conf, os.environ)
+        register_plugin_opts(conf)  # [service_credentials] username, ... are known
         # Tally's own sections now; the library sections once the transport loaded
         # the driver that registers their options.
         check_config_files(conf, lenient=(), only=("collector",))
@@ -65,12 +67,18 @@ def main(argv: list[str] | None = None) -> int:
         # A misspelt oslo.messaging or oslo.log option is as fatal as one of Tally's:
         # left at its default, it would go unnoticed (``tranport_url``).
         check_config_files(conf, lenient=(), only=STRICT_LIBRARY_SECTIONS)
+        # [service_credentials] holds keystoneauth's plugin options, which depend on
+        # auth_type: an unknown one there is a warning, as in any library's section.
+        for warning in check_config_files(conf, only=("service_credentials",)):
+            LOG.warning("%s", warning.removeprefix("WARNING: "))
         try:
             broker = conf.oslo_messaging_notifications.transport_url or conf.transport_url
         except cfg.NoSuchOptError:  # no transport built (tests replace the Collector)
             broker = None
         LOG.info("broker: %s", redact_url(broker))
-        LOG.info("Reporting API: %s", redact_url(conf.collector.reporting_url))
+        api = getattr(collector, "api", None)
+        LOG.info("Reporting API: %s", api.describe() if api is not None
+                 else redact_url(conf.collector.reporting_url))
         stop = threading.Event()
 
         def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -86,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         gc.freeze()
         collector.start()
     except (cfg.Error, ConfigurationError, UnknownSettingError, EnvAliasError,
-            oslo_messaging.InvalidTransportURL) as exc:
+            ServiceAuthError, oslo_messaging.InvalidTransportURL) as exc:
         print(f"{PROG}: configuration error: {_one_line(exc)}", file=sys.stderr)
         return 2
     failure = None

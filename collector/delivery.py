@@ -33,6 +33,7 @@ from collector.delivery_config import DeliveryConfig
 from collector.metrics import CollectorMetrics
 from collector.next_batch import NextBatch
 from collector.sender import Sender
+from tally_common.service_auth import ApiClient
 
 LOG = logging.getLogger(__name__)
 
@@ -104,9 +105,9 @@ class Delivery:
     @classmethod
     def from_conf(
         cls, conf: cfg.ConfigOpts, buffer: EventBuffer, metrics: CollectorMetrics,
-        backlog: BacklogSignal | None = None,
+        backlog: BacklogSignal | None = None, client: ApiClient | None = None,
     ) -> Delivery:
-        return cls(DeliveryConfig.from_conf(conf), buffer, metrics, backlog)
+        return cls(DeliveryConfig.from_conf(conf, client), buffer, metrics, backlog)
 
     def run(self, stop: threading.Event, written: threading.Event) -> None:
         """Deliver with ``concurrency`` threads (this one included) until ``stop``."""

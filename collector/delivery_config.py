@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from oslo_config import cfg
 
-from collector.api_client import events_url, read_token
+from collector.api_client import client_from_conf, events_url
 from mapping.event import MAX_BATCH
+from tally_common.service_auth import ApiClient, strategy_opt
 
 OPTS = [
     cfg.StrOpt(
         "reporting_url",
-        help="Base URL of the Reporting API, e.g. http://127.0.0.1:8779. Required.",
+        help="Base URL of the Reporting API, e.g. http://127.0.0.1:8779. Required "
+        "unless the collector logs in with [service_credentials], which finds the API "
+        "in keystone's catalog (service type usage-history) when this is unset.",
     ),
+    strategy_opt("[collector] reporting_url", "[collector] token_file"),
     cfg.StrOpt(
         "token_file",
-        help="File holding the bearer token (role ingest) sent to the Reporting "
-        "API. Unset sends no Authorization header (an API with auth_strategy noauth).",
+        help="auth_strategy token: file holding the bearer token (role ingest) sent "
+        "to the Reporting API (its first line).",
     ),
     cfg.IntOpt(
         "batch_size", default=MAX_BATCH, min=1, max=MAX_BATCH,
@@ -62,7 +66,7 @@ class DeliveryConfig:
     """What the delivery's parts are built from.  The defaults are the options'
     except ``linger`` (0: tests send at once unless they ask for lingering)."""
 
-    url: str  # of POST /v1/events
+    url: str  # of POST /v1/events, for a client of its own (tests)
     token: str | None = None
     batch_size: int = MAX_BATCH
     concurrency: int = 2
@@ -71,15 +75,20 @@ class DeliveryConfig:
     max_delay: float = 60.0
     linger: float = 0.0
     idle_poll: float = 1.0
+    # The configured client (tally_common.service_auth); None: a bearer client of url, token.
+    client: ApiClient | None = field(default=None, compare=False)
 
     @classmethod
-    def from_conf(cls, conf: cfg.ConfigOpts) -> DeliveryConfig:
-        """Read and check ``[collector]``: a malformed URL or an unreadable token file
-        is a ConfigurationError before anything is consumed."""
+    def from_conf(cls, conf: cfg.ConfigOpts, client: ApiClient | None = None) -> DeliveryConfig:
+        """Read and check ``[collector]``: a malformed URL, an unreadable token file or
+        credentials that can never log in are a ConfigurationError before anything is
+        consumed.  ``client``: the collector's shared one (built here if None)."""
         group = conf.collector
+        client = client or client_from_conf(conf)
         return cls(
-            url=events_url(group.reporting_url),
-            token=read_token(group.token_file),
+            url=client.describe() if group.reporting_url is None
+            else events_url(group.reporting_url),
+            client=client,
             batch_size=group.batch_size,
             concurrency=group.delivery_concurrency,
             timeout=group.request_timeout_s,

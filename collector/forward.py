@@ -27,12 +27,12 @@ import requests
 from oslo_config import cfg
 
 from collector.api_client import (
+    REJECTED_PATH,
     DeliveryRefused,
-    api_url,
+    client_from_conf,
+    endpoint,
     error_summary,
-    headers,
     post,
-    read_token,
     refusal,
 )
 from collector.backoff import Backoff
@@ -40,6 +40,7 @@ from collector.buffer import EventBuffer
 from collector.metrics import CollectorMetrics
 from collector.parked_store import ParkedItem
 from mapping.event import MAX_REASON_LEN
+from tally_common.service_auth import ApiClient
 
 LOG = logging.getLogger(__name__)
 
@@ -71,27 +72,29 @@ class ParkedForwarder:
         max_delay: float = 60.0,
         poll: float = 1.0,
         jitter: Callable[[float, float], float] = random.uniform,
+        client: ApiClient | None = None,
     ) -> None:
-        self._url = url
+        # ``client``: the collector's (then ``url`` is unused); None: a bearer client
+        # of ``url`` (the full URL of POST /v1/rejected-events) and ``token``.
+        self._client, self._path = endpoint(client, url, token, REJECTED_PATH)
         self._buffer = buffer
         self._metrics = metrics
         self._written = written
         self._timeout = timeout
         self._poll = poll
         self._backoff = Backoff(initial_delay, max_delay, jitter)
-        self._session = requests.Session()
-        self._session.headers.update(headers(token))
         self._refused: dict[int, str] = {}  # parked keys the API will not file: why
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts, buffer: EventBuffer, metrics: CollectorMetrics,
-                  written: threading.Event) -> ParkedForwarder:
+                  written: threading.Event, client: ApiClient | None = None,
+                  ) -> ParkedForwarder:
         group = conf.collector
+        client = client or client_from_conf(conf)
         return cls(
-            api_url(group.reporting_url, "/v1/rejected-events"),
-            read_token(group.token_file), buffer, metrics, written,
+            client.describe(), None, buffer, metrics, written,
             timeout=group.request_timeout_s, initial_delay=group.retry_initial_delay_s,
-            max_delay=group.retry_max_delay_s, poll=group.idle_poll_s,
+            max_delay=group.retry_max_delay_s, poll=group.idle_poll_s, client=client,
         )
 
     def run(self, stop: threading.Event) -> None:
@@ -113,7 +116,7 @@ class ParkedForwarder:
                 self._backoff.failed(None)
             if not forwarded:
                 stop.wait(self._poll)
-        self._session.close()
+        self._client.close()
 
     def requeue_marked(self) -> int:
         """Move every event an operator marked for requeue back into the buffer."""
@@ -166,7 +169,7 @@ class ParkedForwarder:
     def _post(self, batch: list[ParkedItem]) -> requests.Response:
         body = {"items": [{"key": item.parked_id, "raw": item.raw,
                            "reason": _clean_reason(item.reason)} for item in batch]}
-        return post(self._session, self._url, json.dumps(body).encode("ascii"), self._timeout)
+        return post(self._client, self._path, json.dumps(body).encode("ascii"), self._timeout)
 
     def _settle(self, batch: list[ParkedItem], response: requests.Response) -> int:
         try:

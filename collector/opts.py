@@ -7,6 +7,7 @@ import itertools
 from oslo_config import cfg
 
 from collector import broker, buffer, delivery_config, listener, metrics
+from tally_common import service_auth
 
 GROUP = cfg.OptGroup(
     "collector",
@@ -16,13 +17,20 @@ GROUP = cfg.OptGroup(
 )
 
 
-def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
-    return [(GROUP, list(itertools.chain(
-        listener.OPTS, broker.OPTS, buffer.OPTS, delivery_config.OPTS, metrics.OPTS)))]
+def _collector_opts() -> list[cfg.Opt]:
+    return list(itertools.chain(listener.OPTS, broker.OPTS, buffer.OPTS, delivery_config.OPTS,
+                                metrics.OPTS))
+
+
+def list_opts() -> list[tuple[cfg.OptGroup | str, list[cfg.Opt]]]:
+    """The collector's options and, for the sample, ``[service_credentials]``."""
+    return [(GROUP, _collector_opts()), *service_auth.list_opts()]
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    for group, opts in list_opts():
+    # keystoneauth's options (the auth plugin's once its auth_type is read).
+    service_auth.register_opts(conf)
+    for group, opts in [(GROUP, _collector_opts())]:
         # A group of its own per ConfigOpts: register_group keeps a shallow copy of the
         # object it is given, whose option registry (and so every set_override) would
         # otherwise be shared by every ConfigOpts of the process.

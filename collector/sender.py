@@ -35,13 +35,19 @@ alone, so one poisoned event cannot hold back the others.
 from __future__ import annotations
 
 import logging
-import threading
 from collections import Counter
 
 import orjson
 import requests
 
-from collector.api_client import DeliveryRefused, error_summary, headers, post, refusal
+from collector.api_client import (
+    EVENTS_PATH,
+    DeliveryRefused,
+    endpoint,
+    error_summary,
+    post,
+    refusal,
+)
 from collector.buffer import BufferedEvent, EventBuffer
 from collector.delivery_config import DeliveryConfig
 from collector.metrics import CollectorMetrics
@@ -54,16 +60,15 @@ ANSWERED = ("stored", "duplicate", "rejected")
 
 class Sender:
     """Sends claimed batches and settles them.  Safe to use from several threads at
-    once, each with its own claim (it keeps one HTTP session per thread)."""
+    once, each with its own claim (the client keeps one HTTP session per thread)."""
 
     def __init__(self, config: DeliveryConfig, buffer: EventBuffer,
                  metrics: CollectorMetrics) -> None:
-        self._url = config.url
+        self._client, self._path = endpoint(config.client, config.url, config.token,
+                                            EVENTS_PATH)
         self._timeout = config.timeout
-        self._headers = headers(config.token)
         self._buffer = buffer
         self._metrics = metrics
-        self._local = threading.local()  # one requests.Session per delivery thread
 
     def send(self, items: list[BufferedEvent]) -> int:
         """Send ``items`` (claimed by the caller) and settle them; answers how many
@@ -125,11 +130,4 @@ class Sender:
 
     def _post(self, items: list[BufferedEvent]) -> requests.Response:
         body = '{"events":[' + ",".join(item.value for item in items) + "]}"
-        return post(self._session(), self._url, body.encode("utf-8"), self._timeout)
-
-    def _session(self) -> requests.Session:
-        session: requests.Session | None = getattr(self._local, "session", None)
-        if session is None:
-            session = self._local.session = requests.Session()
-            session.headers.update(self._headers)
-        return session
+        return post(self._client, self._path, body.encode("utf-8"), self._timeout)

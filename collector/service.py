@@ -9,7 +9,7 @@ import threading
 import oslo_messaging
 from oslo_config import cfg
 
-from collector.api_client import read_token
+from collector.api_client import client_from_conf
 from collector.backlog import BacklogSignal
 from collector.broker import ConnectionWatch, DuplicateSkips, ListenerStarter, broker_name
 from collector.buffer import EventBuffer
@@ -57,20 +57,23 @@ class Collector:
         self.metrics = CollectorMetrics()
         self.buffer = EventBuffer.from_conf(conf)
         self.backlog = BacklogSignal()  # whether the listener drains a backlog
-        self.delivery = Delivery.from_conf(conf, self.buffer, self.metrics, self.backlog)
+        # One client of the API (one keystone token) for every sender.
+        self.api = client_from_conf(conf)
+        self.delivery = Delivery.from_conf(conf, self.buffer, self.metrics, self.backlog,
+                                           client=self.api)
         self.metrics.watch_buffer(self.buffer.depth, self.buffer.oldest_age,
                                   self.buffer.parked_depth)
         self.metrics_server = MetricsServer(self.metrics, bind) if bind else None
         self.cloud_check = CloudCheck(
-            conf.collector.reporting_url, read_token(conf.collector.token_file), self.cloud,
+            self.api.describe(), None, self.cloud,
             self.metrics, timeout=conf.collector.request_timeout_s,
-            retry_s=conf.collector.retry_max_delay_s)
+            retry_s=conf.collector.retry_max_delay_s, client=self.api)
         self.cloud_check_done = self.cloud_check.done
         self.stopping = threading.Event()
         self.written = threading.Event()
         self.undecodable = UndecodableCounter(self.metrics.undecodable)
         self.forwarder = ParkedForwarder.from_conf(conf, self.buffer, self.metrics,
-                                                   self.written)
+                                                   self.written, client=self.api)
         self.endpoint = NotificationEndpoint(
             self.cloud, self.buffer, self.metrics, self.stopping, self.written,
             max_write_attempts=conf.collector.max_write_attempts,

@@ -13,6 +13,7 @@ from reporting.api import auth, events, keystone_auth, read_limits
 from reporting.db import engine
 from reporting.serve_options import serve_opts
 from reporting.sync import options as sync_options
+from tally_common import service_auth
 
 _GROUPS: list[tuple[str, list[cfg.Opt]]] = [
     ("database", engine.database_opts),
@@ -28,9 +29,17 @@ _GROUPS: list[tuple[str, list[cfg.Opt]]] = [
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Tally's own groups (every option registered) and, for the sample,
+    ``[service_credentials]`` of tally-sync (keystoneauth's; see ``registered``)."""
+    return registered() + service_auth.list_opts()
+
+
+def registered() -> list[tuple[str, list[cfg.Opt]]]:
     return [(group, list(opts)) for group, opts in _GROUPS]
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     for group, opts in _GROUPS:
         conf.register_opts(opts, group=group)
+    # tally-sync's login; the auth plugin's options once its auth_type is read.
+    service_auth.register_opts(conf)

@@ -11,7 +11,8 @@ start-up and compares them with what it registered:
   the command stops with one line naming it (exit status 2);
 - an option it does not know in a section owned by a library (``[DEFAULT]`` where
   oslo.log / oslo.messaging register options, ``[oslo_messaging_*]``,
-  ``[keystone_authtoken]``) is a warning on stderr: those libraries register options
+  ``[keystone_authtoken]``, ``[service_credentials]``) is a warning on stderr: those
+  libraries register options
   lazily (a driver, an auth plugin) and drop old ones between releases, and oslo's
   own convention is that such a file still starts (``lenient``; tally-collector
   passes none: it registers every oslo.messaging option first, and a misspelt
@@ -39,6 +40,7 @@ TALLY_SECTIONS = frozenset({"database", "api", "ingest", "sync", "collector"})
 LIBRARY_SECTIONS = {
     "DEFAULT": "oslo.log / oslo.messaging",
     "keystone_authtoken": "keystonemiddleware",
+    "service_credentials": "keystoneauth1",
     "oslo_messaging_rabbit": "oslo.messaging",
     "oslo_messaging_notifications": "oslo.messaging",
     "oslo_messaging_amqp": "oslo.messaging",

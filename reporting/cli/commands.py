@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from reporting.cli import table
-from reporting.cli.http import ApiClient
+from reporting.cli.http import ApiClient, ApiError
 
 
 @dataclass
@@ -48,9 +48,16 @@ class UnknownResourceType(Exception):
 
 
 def _check_resource_type(client: ApiClient, resource_type: str) -> None:
-    """An empty answer for a type the API does not know is a typo, not an empty cloud."""
-    known = sorted({str(row.get("resource_type"))
-                    for row in client.pages("/v1/resource-types", {}, None)})
+    """An empty answer for a type the API does not know is a typo, not an empty cloud.
+    A caller whose role may not read the type list (a project reader) gets the API's
+    own answer: the check is the CLI's courtesy, never a call the role cannot make."""
+    try:
+        rows = client.pages("/v1/resource-types", {}, None)
+    except ApiError as exc:
+        if exc.status == 403:
+            return
+        raise
+    known = sorted({str(row.get("resource_type")) for row in rows})
     if resource_type not in known:
         raise UnknownResourceType(f"--type {resource_type!r} is not a resource type the "
                                   f"Reporting API knows ({', '.join(known)})")

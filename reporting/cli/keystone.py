@@ -9,10 +9,28 @@ keystoneauth. The Reporting API is found in the token's catalog under
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+import requests
+
+from tally_common.api_url import describe_request_error
 
 # The catalog service type Tally's Reporting API is registered under.
 SERVICE_TYPE = "usage-history"
+
+
+_CONNECT_TO = re.compile(r"(?:connection to|connect to|Request to) (\S+?):? ")
+
+
+def _no_answer(exc: Exception) -> str:
+    """Why keystone did not answer, in one line (its address and the reason)."""
+    text = " ".join(str(exc).split())
+    match = _CONNECT_TO.search(text)
+    inner = exc.__context__
+    if match and isinstance(inner, requests.RequestException):
+        return describe_request_error(inner, match.group(1), service="keystone")
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 class KeystoneError(Exception):
@@ -62,8 +80,9 @@ def access(cloud: str, *, want_endpoint: bool, timeout: float) -> KeystoneAccess
         ) from None
     except ksa_exceptions.Unauthorized as exc:
         raise KeystoneError(f"cloud {cloud}: keystone refused the credentials: {exc}") from None
-    except ksa_exceptions.ConnectFailure as exc:
-        raise KeystoneError(f"cloud {cloud}: cannot reach keystone: {exc}") from None
+    except ksa_exceptions.ConnectionError as exc:
+        # refused, timed out, TLS: one line, not keystoneauth's and urllib3's texts
+        raise KeystoneError(f"cloud {cloud}: cannot reach keystone: {_no_answer(exc)}") from None
     except ksa_exceptions.ClientException as exc:
         raise KeystoneError(f"cloud {cloud}: keystone: {exc}") from None
     if not token:

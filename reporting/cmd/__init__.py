@@ -21,7 +21,7 @@ def _check_values(conf: cfg.ConfigOpts) -> None:
     """oslo.config parses values lazily: read every option now so a bad one fails the start."""
     from reporting import opts
 
-    for group, group_opts in opts.list_opts():
+    for group, group_opts in opts.registered():
         for opt in group_opts:
             try:
                 getattr(conf[group], opt.dest)
@@ -45,7 +45,7 @@ def load_conf(
     (``tally_common.env_aliases``; the process's environment unless ``environ`` is given)
     and check every value."""
     from reporting import opts
-    from tally_common import logs
+    from tally_common import logs, service_auth
     from tally_common.env_aliases import EnvAliasError, apply_env_aliases
 
     conf = cfg.ConfigOpts()
@@ -66,6 +66,10 @@ def load_conf(
     except EnvAliasError as exc:
         raise ConfigError(str(exc)) from None
     _check_values(conf)
+    try:
+        service_auth.register_plugin_opts(conf)  # [service_credentials] username, ...
+    except service_auth.ServiceAuthError as exc:
+        raise ConfigError(str(exc)) from None
     check_settings(conf, prog)
     return conf
 

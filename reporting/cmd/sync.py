@@ -1,8 +1,10 @@
 """``tally-sync --config-file F [CLOUD ...] [--at T]``: one sync run per cloud.
 
 What a CronJob or a systemd timer runs.  It calls ``POST /internal/sync/{cloud}``
-of the Reporting API at ``[sync] api_url`` with the admin token in ``[sync]
-token_file``, one cloud after another (every cloud of the clouds file when none is
+of the Reporting API at ``[sync] api_url`` (or, logged in with ``[service_credentials]``
+and api_url unset, keystone's ``usage-history`` endpoint) as an admin-role caller
+(``tally_common.service_auth``: keystone's session or the token of ``[sync] token_file``),
+one cloud after another (every cloud of the clouds file when none is
 named), prints one line per run and exits 1 if any run did not complete.
 
 At start it checks ``[sync] api_url`` and names the API it calls.  A cloud marked
@@ -24,9 +26,13 @@ from oslo_config import cfg
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from reporting.cmd import ConfigError, load_conf, setup_logging
 from reporting.sync.stats import describe_deferred
-from tally_common.api_url import ApiUrlError, check_base_url, describe_request_error
-from tally_common.config_check import redact_url
-from tally_common.token_file import TokenFileError, read_token_file
+from tally_common.service_auth import (
+    ApiClient,
+    ApiNoAnswer,
+    ServiceAuthError,
+    ServiceSettings,
+    api_client,
+)
 
 if TYPE_CHECKING:
     from reporting.sync.clouds import CloudEntry
@@ -42,14 +48,14 @@ cli_opts: list[cfg.Opt] = [
 ]
 
 
-def _token(conf: cfg.ConfigOpts) -> str | None:
-    path = conf.sync.token_file
-    if not path:
-        return None
+SETTINGS = ServiceSettings("sync", "api_url", "token_file")
+
+
+def _client(conf: cfg.ConfigOpts) -> ApiClient:
     try:
-        return read_token_file(path)
-    except TokenFileError as exc:
-        raise ConfigError(f"[sync] token_file {exc}") from None
+        return api_client(conf, SETTINGS, conf.sync.api_url)
+    except ServiceAuthError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _clouds(conf: cfg.ConfigOpts, at: str | None) -> tuple[list[str], list[str]]:
@@ -98,13 +104,13 @@ def _check_told_instant(entries: list[CloudEntry], at: str) -> None:
             pass  # the API, which may reach it, decides (503 when it cannot either)
 
 
-def _reasons(base_url: str, headers: dict[str, str], cloud: str, run_id: str) -> str:
+def _reasons(client: ApiClient, cloud: str, run_id: str) -> str:
     """The failed run's reasons, read back from GET /v1/sync-runs (best effort)."""
     try:
-        response = requests.get(f"{base_url}/v1/sync-runs", params={"cloud": cloud, "limit": "50"},
-                                headers=headers, timeout=30)
+        response = client.request("GET", "/v1/sync-runs",
+                                  params={"cloud": cloud, "limit": "50"}, timeout=30)
         runs = response.json().get("items", []) if response.status_code == 200 else []
-    except (requests.RequestException, ValueError, AttributeError):
+    except (ApiNoAnswer, ValueError, AttributeError):
         runs = []
     for run in runs:
         if isinstance(run, dict) and run.get("id") == run_id:
@@ -113,8 +119,8 @@ def _reasons(base_url: str, headers: dict[str, str], cloud: str, run_id: str) ->
     return "its reasons are in GET /v1/sync-runs"
 
 
-def _describe(cloud: str, response: requests.Response, base_url: str,
-              headers: dict[str, str]) -> tuple[bool, str]:
+def _describe(cloud: str, response: requests.Response,
+              client: ApiClient) -> tuple[bool, str]:
     try:
         body = response.json()
     except ValueError:
@@ -127,7 +133,7 @@ def _describe(cloud: str, response: requests.Response, base_url: str,
                       f"updated {stats.get('updated')}, deleted {stats.get('deleted')}, "
                       f"deferred {describe_deferred(stats.get('deferred'))}")
     if response.status_code == 500 and "run_id" in body:
-        reasons = _reasons(base_url, headers, cloud, str(body["run_id"]))
+        reasons = _reasons(client, cloud, str(body["run_id"]))
         return False, f"{cloud}: run {body['run_id']} failed: {reasons}"
     error = body.get("error")
     message = error.get("message") if isinstance(error, dict) else None
@@ -141,32 +147,25 @@ def run(conf: cfg.ConfigOpts) -> int:
             at = format_timestamp(parse_timestamp(conf.at))
         except TimestampError as exc:
             raise ConfigError(f"--at: {exc}") from None
-    try:
-        base_url = check_base_url("[sync] api_url", conf.sync.api_url)
-    except ApiUrlError as exc:
-        raise ConfigError(str(exc)) from None
-    headers = {}
-    token = _token(conf)
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    timeout = float(conf.sync.budget_s) + RESPONSE_MARGIN_S
     clouds, skipped = _clouds(conf, at)
-    print(f"Reporting API: {redact_url(base_url)}" + (f"; told instant {at}" if at else ""))
+    client = _client(conf)
+    timeout = float(conf.sync.budget_s) + RESPONSE_MARGIN_S
+    print(f"Reporting API: {client.describe()}" + (f"; told instant {at}" if at else ""))
     for cloud in skipped:
         print(f"{cloud}: skipped: collected but not reconciled (its clouds-file entry "
               "names no os_cloud)")
     failed = 0
     for cloud in clouds:
-        url = f"{base_url}/internal/sync/{quote(cloud, safe='')}"
+        path = f"/internal/sync/{quote(cloud, safe='')}"
         try:
-            response = requests.post(url, params={"at": at} if at else None,
-                                     headers=headers, timeout=timeout)
-        except requests.RequestException as exc:
-            print(f"{cloud}: the Reporting API did not answer: "
-                  f"{describe_request_error(exc, base_url)}")
+            response = client.request("POST", path, params={"at": at} if at else None,
+                                      timeout=timeout)
+        except ApiNoAnswer as exc:
+            what = "did not answer" if exc.reason != "unauthorized" else "was not reached"
+            print(f"{cloud}: the Reporting API {what}: {exc}")
             failed += 1
             continue
-        ok, line = _describe(cloud, response, base_url, headers)
+        ok, line = _describe(cloud, response, client)
         print(line)
         failed += not ok
     return 1 if failed else 0

@@ -10,6 +10,7 @@ field names.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ from cliff.show import ShowOne
 from osc_lib import exceptions
 from osc_lib.cli import format_columns
 
-from reporting.cli import billing, commands
+from reporting.cli import billing, commands, table
 from reporting.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
 
 RESOURCE_FIELDS = ("platform", "cloud", "resource_type", "resource_id", "project_id", "state",
@@ -170,6 +171,24 @@ class ShowStatement(_TallyCommand, Lister):
         # The lines and adjustments as rows; cliff renders each format itself.
         request = argparse.Namespace(**{**vars(parsed_args), "format": "json"})
         output = _ask(billing.statement, self.client(), request)
+        # A project's statement: its totals and status too (the footer of `tally`).
+        self._statement = output.json if parsed_args.project is not None else None
+        self._footer = output.footer
         names = tuple(name for name, _ in output.columns)
-        return names, [tuple(_cell(get(row)) for _, get in output.columns)
+        table_format = getattr(parsed_args, "formatter", "table") == "table"
+        return names, [tuple(table.compact(get(row)) if table_format else _cell(get(row))
+                             for _, get in output.columns)
                        for row in output.rows]
+
+    def produce_output(self, parsed_args: argparse.Namespace, column_names: Any,
+                       data: Any) -> int:
+        statement = getattr(self, "_statement", None)
+        if statement is not None and parsed_args.formatter == "json":
+            # The statement as the API answers it: currency, status, provisional,
+            # subtotal, adjustments, total and its lines.
+            self.app.stdout.write(json.dumps(statement, indent=2) + "\n")
+            return 0
+        code: int = super().produce_output(parsed_args, column_names, data)
+        if statement is not None and parsed_args.formatter == "table" and self._footer:
+            self.app.stdout.write(self._footer + "\n")
+        return code

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from oslo_config import cfg
 
+from tally_common import service_auth
+
 sync_opts: list[cfg.Opt] = [
     cfg.StrOpt(
         "clouds_file",
@@ -44,9 +46,10 @@ sync_opts: list[cfg.Opt] = [
         default="http://127.0.0.1:8779",
         help="tally-sync: base URL of the Reporting API whose /internal/sync it calls.",
     ),
+    service_auth.strategy_opt("[sync] api_url", "[sync] token_file"),
     cfg.StrOpt(
         "token_file",
-        help="tally-sync: file holding the bearer token of an admin-role caller (the "
-        "first line; unset: no Authorization header, for auth_strategy=noauth).",
+        help="tally-sync, auth_strategy token: file holding the bearer token of an "
+        "admin-role caller (its first line).",
     ),
 ]

@@ -25,6 +25,7 @@ def _conf(tmp_path: Path, names: Names) -> cfg.ConfigOpts:
     conf([], project="tally-functional-test", default_config_files=[])
     for name, value in {"cloud": names.cloud, "buffer_dir": str(tmp_path / "buffer"),
                         "reporting_url": "http://127.0.0.1:1", "metrics_bind": "",
+                        "auth_strategy": "noauth",
                         "topics": [names.topic], "exchanges": [names.uid],
                         "pool": names.pool}.items():
         conf.set_override(name, value, group="collector")

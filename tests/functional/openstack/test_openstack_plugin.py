@@ -103,11 +103,21 @@ def test_statement_show_is_scoped(sqlite_cloud: KeystoneCloud) -> None:
     done = openstack(sqlite_cloud, "sim-member", "statement", "show", *month, "--project",
                      member, "-f", "json")
     assert done.returncode == 0, done.stderr
-    (line,) = json.loads(done.stdout)
+    statement = json.loads(done.stdout)
+    # The statement's own fields, as the API answers them, then its lines.
+    assert {"currency", "status", "provisional", "subtotal", "adjustments_total",
+            "total"} <= set(statement), statement
+    (line,) = statement["lines"]
     # No price list: the line is there, unrated, with the reason.
     assert (line["resource_id"], line["start"], line["end"]) == (
         "vm-1", "2026-11-01T00:00:00.000000Z", "2026-12-01T00:00:00.000000Z")
-    assert line["note"]
+    assert line["unrated"]
+    done = openstack(sqlite_cloud, "sim-member", "statement", "show", *month, "--project",
+                     member)  # -f table: the lines, then status and totals as `tally` prints
+    assert done.returncode == 0, done.stderr
+    assert f"{statement['status']}" in done.stdout.splitlines()[-1]
+    assert f"total {statement['total']}" in done.stdout.splitlines()[-1]
+    assert "None" not in done.stdout, done.stdout
     done = openstack(sqlite_cloud, "sim-member", "statement", "show", *month, "-f", "csv")
     assert done.returncode == 0, done.stderr
     totals = list(csv.DictReader(io.StringIO(done.stdout)))

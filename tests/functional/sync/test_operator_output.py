@@ -187,7 +187,8 @@ def test_tally_sync_checks_api_url_at_start(tmp_path: Path, capsys: pytest.Captu
 def test_tally_sync_says_when_the_host_is_unknown(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "tally.conf"
-    config.write_text("[sync]\napi_url = http://no-such-host.invalid:8779\n")
+    config.write_text("[sync]\napi_url = http://no-such-host.invalid:8779\n"
+                      "auth_strategy = noauth\n")
     assert sync_cmd.main(["--config-file", str(config), "sim"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[1] == ("sim: the Reporting API did not answer: unknown host "

@@ -21,6 +21,7 @@ def conf(tmp_path: Path) -> cfg.ConfigOpts:
     conf.set_override("cloud", "os-unit", group="collector")
     conf.set_override("buffer_dir", str(tmp_path / "buffer"), group="collector")
     conf.set_override("reporting_url", "http://reporting.test:8779", group="collector")
+    conf.set_override("auth_strategy", "noauth", group="collector")
     conf.set_override("metrics_bind", "", group="collector")
     return conf
 

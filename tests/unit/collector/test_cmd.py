@@ -14,7 +14,8 @@ from collector import cmd, service
 
 def _config(tmp_path: Path, **collector: str) -> str:
     values = {"cloud": "os-unit", "buffer_dir": str(tmp_path / "buffer"),
-              "reporting_url": "http://127.0.0.1:1", "metrics_bind": ""}
+              "reporting_url": "http://127.0.0.1:1", "metrics_bind": "",
+              "auth_strategy": "noauth"}
     values.update(collector)
     lines = ["[DEFAULT]", "transport_url = fake:", "[collector]"]
     lines += [f"{key} = {value}" for key, value in values.items() if value is not None]

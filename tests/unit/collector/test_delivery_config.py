@@ -13,6 +13,7 @@ from collector.delivery import Delivery
 from collector.delivery_config import DeliveryConfig
 from collector.errors import ConfigurationError
 from collector.metrics import CollectorMetrics
+from tally_common.service_auth import BearerClient
 
 
 def test_every_option_reaches_the_config(conf: cfg.ConfigOpts, tmp_path: Path) -> None:
@@ -22,11 +23,15 @@ def test_every_option_reaches_the_config(conf: cfg.ConfigOpts, tmp_path: Path) -
                         ("batch_size", 300), ("delivery_concurrency", 3),
                         ("request_timeout_s", 7.0), ("retry_initial_delay_s", 0.2),
                         ("retry_max_delay_s", 9.0), ("batch_linger_s", 0.4),
-                        ("idle_poll_s", 0.3)]:
+                        ("idle_poll_s", 0.3), ("auth_strategy", "token")]:
         conf.set_override(name, value, group="collector")
-    assert DeliveryConfig.from_conf(conf) == DeliveryConfig(
-        url="http://api.test:8779/v1/events", token="abc123", batch_size=300, concurrency=3,
+    config = DeliveryConfig.from_conf(conf)
+    assert config == DeliveryConfig(
+        url="http://api.test:8779/v1/events", batch_size=300, concurrency=3,
         timeout=7.0, initial_delay=0.2, max_delay=9.0, linger=0.4, idle_poll=0.3)
+    assert isinstance(config.client, BearerClient)
+    assert config.client.base_url == "http://api.test:8779"
+    assert config.client._session().headers["Authorization"] == "Bearer abc123"
 
 
 def test_the_options_defaults(conf: cfg.ConfigOpts) -> None:
@@ -48,6 +53,7 @@ def test_a_bad_value_fails_when_the_delivery_is_built(
     conf: cfg.ConfigOpts, tmp_path: Path, buffer: EventBuffer, metrics: CollectorMetrics
 ) -> None:
     conf.set_override("token_file", str(tmp_path / "missing"), group="collector")
+    conf.set_override("auth_strategy", "token", group="collector")
     with pytest.raises(ConfigurationError, match="token_file"):
         Delivery.from_conf(conf, buffer, metrics)
 

@@ -30,7 +30,8 @@ BIN = Path(sys.executable).parent
 
 def _config(tmp_path: Path, extra: str = "", **collector: str) -> str:
     values = {"cloud": "os-unit", "buffer_dir": str(tmp_path / "buffer"),
-              "reporting_url": "http://127.0.0.1:1", "metrics_bind": ""}
+              "reporting_url": "http://127.0.0.1:1", "metrics_bind": "",
+              "auth_strategy": "noauth"}
     values.update(collector)
     lines = ["[DEFAULT]", "transport_url = fake:", "[collector]"]
     lines += [f"{key} = {value}" for key, value in values.items()]

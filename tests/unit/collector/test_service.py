@@ -78,7 +78,8 @@ def test_an_operator_executor_pool_is_kept(tmp_path: Path) -> None:
     config = tmp_path / "collector.conf"
     config.write_text("[DEFAULT]\nexecutor_thread_pool_size = 7\n"
                       f"[collector]\ncloud = os-unit\nbuffer_dir = {tmp_path / 'buffer'}\n"
-                      "reporting_url = http://reporting.test:8779\nmetrics_bind =\n")
+                      "reporting_url = http://reporting.test:8779\nmetrics_bind =\n"
+                      "auth_strategy = noauth\n")
     conf = cfg.ConfigOpts()
     opts.register_opts(conf)
     conf(["--config-file", str(config)], project="tally-unit-test", default_config_files=[])

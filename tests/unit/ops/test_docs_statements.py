@@ -117,7 +117,8 @@ def test_tally_sync_follows_the_budget_alias(tmp_path: Path, requests_mock: rm.M
     assert "file's `budget_s`" not in deployment
     monkeypatch.setenv("TALLY_REPORTING_SYNC_BUDGET_S", "100")
     config = tmp_path / "tally.conf"
-    config.write_text("[sync]\napi_url = http://127.0.0.1:8779\nbudget_s = 45\n")
+    config.write_text("[sync]\napi_url = http://127.0.0.1:8779\nbudget_s = 45\n"
+                      "auth_strategy = noauth\n")
     requests_mock.post("http://127.0.0.1:8779/internal/sync/c1",
                        json={"id": "r", "stats": {"created": 0, "updated": 0, "deleted": 0,
                                                   "deferred": {"recent": 0}}})

@@ -27,7 +27,7 @@ def _reporting_conf(tmp_path: Path, tokens: str, default: str = "") -> Path:
     path.write_text(f"[DEFAULT]\n{default}\n"
                     f"[database]\nconnection = sqlite:///{tmp_path / 'tally.sqlite'}\n"
                     f"[api]\ntokens_file = {tokens}\nbind = 127.0.0.1:0\n"
-                    "[sync]\napi_url = http://127.0.0.1:1\n")
+                    "[sync]\napi_url = http://127.0.0.1:1\nauth_strategy = noauth\n")
     return path
 
 

@@ -1,0 +1,101 @@
+"""One real keystone per test session (tests/functional/keystone/server.py) and a
+keystone-mode tally-reporting in front of it, with Tally's accounts bootstrapped:
+
+- ``tally`` (role ``service`` on project ``service``): the API's own
+  ``[keystone_authtoken]`` user, which validates tokens;
+- ``tally-collector`` (``tally_ingest`` on the system): the collector's service user;
+- ``tally-sync`` (``tally_admin`` on the system): tally-sync's (Tally's cloud-wide
+  roles count in system-scoped tokens only); ``tally-nobody`` (``member`` on
+  ``service``) a service user without a Tally role;
+- ``alice`` (``member`` of ``alpha``), ``bob`` (``member`` of ``beta``);
+- the catalog entry ``usage-history`` pointing at the API.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from tests.conftest import sqlite_copy
+from tests.functional.keystone.server import Admin, KeystoneServer, running_keystone, token
+from tests.unit.reporting.fixtures import RunningServer, start_server, write_config
+
+ROLE_MAP = ("admin:admin,member:project_reader,reader:project_reader,"
+            "tally_ingest:ingest,tally_admin:admin")
+PASSWORD = "secret-" + uuid.uuid4().hex[:8]
+
+
+@dataclass
+class Deployment:
+    keystone: KeystoneServer
+    admin: Admin
+    api: RunningServer
+    db_url: str
+    projects: dict[str, str] = field(default_factory=dict)  # name: id
+    # alice's token issued at the start of the session, and when (time.monotonic)
+    early_token: tuple[str, float] = ("", 0.0)
+    users: dict[str, str] = field(default_factory=dict)  # name: id
+    password: str = PASSWORD
+
+    def service_credentials(self, user: str) -> str:
+        """A ``[service_credentials]`` section logging in as ``user``."""
+        return (f"[service_credentials]\nauth_type = password\n"
+                f"auth_url = {self.keystone.auth_url}\nusername = {user}\n"
+                f"password = {self.password}\nsystem_scope = all\n"
+                "user_domain_name = Default\n"
+                "interface = public\nregion_name = RegionOne\n")
+
+    def event_ids(self, cloud: str) -> list[str]:
+        engine = sa.create_engine(self.db_url)
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(sa.text("SELECT event_id FROM events WHERE cloud = :c"),
+                                    {"c": cloud})
+                return [row[0] for row in rows]
+        finally:
+            engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def deployment(tmp_path_factory: pytest.TempPathFactory,
+               sqlite_migrated_template: Path) -> Iterator[Deployment]:
+    workdir = tmp_path_factory.mktemp("keystone")
+    with running_keystone(workdir) as keystone:
+        admin = Admin(keystone)
+        roles = {name: admin.role(name) for name in ("tally_ingest", "tally_admin")}
+        existing = admin.call("GET", "/roles", expect=200)["roles"]
+        roles.update({role["name"]: role["id"] for role in existing})
+        projects = {name: admin.project(name) for name in ("service", "alpha", "beta")}
+        admin.user("tally", PASSWORD, projects["service"], roles["service"])
+        admin.user("tally-collector", PASSWORD, projects["service"],
+                   system_roles=(roles["tally_ingest"],))
+        admin.user("tally-sync", PASSWORD, projects["service"],
+                   system_roles=(roles["tally_admin"],))
+        admin.user("tally-nobody", PASSWORD, projects["service"], roles["member"])
+        alice = admin.user("alice", PASSWORD, projects["alpha"], roles["member"])
+        admin.user("bob", PASSWORD, projects["beta"], roles["member"])
+        early = (token(keystone, "alice", PASSWORD, project="alpha"), time.monotonic())
+        db_url = sqlite_copy(sqlite_migrated_template, workdir / "tally.sqlite")
+        config = write_config(
+            workdir / "reporting.conf", db_url, "",
+            api={"auth_strategy": "keystone", "tokens_file": "", "keystone_role_map": ROLE_MAP},
+            keystone_authtoken={
+                "auth_type": "password", "auth_url": keystone.auth_url,
+                "www_authenticate_uri": keystone.auth_url, "username": "tally",
+                "password": PASSWORD, "project_name": "service",
+                "user_domain_name": "Default", "project_domain_name": "Default",
+                "service_type": "usage-history", "interface": "public",
+                "token_cache_time": -1,  # a revocation shows at once
+            })
+        api = start_server(config, workdir / "reporting.log")
+        try:
+            admin.service_endpoint("usage-history", api.base_url)
+            yield Deployment(keystone, admin, api, db_url, projects, early, {"alice": alice})
+        finally:
+            api.stop()

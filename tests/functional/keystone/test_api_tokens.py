@@ -1,0 +1,126 @@
+"""The Reporting API in keystone mode (keystonemiddleware, [keystone_authtoken]
+service_type = usage-history) against a real keystone: admin, a project member (its
+own project only), expired and revoked tokens, an application credential with access
+rules; ``tally --os-cloud`` and ``openstack tally`` find the API in the catalog."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+
+from reporting.cli.main import main as tally_main
+from tests.functional.collector.harness import wait_until
+from tests.functional.keystone.conftest import Deployment
+from tests.functional.keystone.server import ADMIN_PASSWORD, TOKEN_EXPIRATION_S, token
+
+OPENSTACK = str(Path(sys.executable).parent / "openstack")
+
+
+def _get(deployment: Deployment, path: str, auth: str | None, **params: str) -> requests.Response:
+    return requests.get(deployment.api.base_url + path, params=params, timeout=60,
+                        headers={"X-Auth-Token": auth} if auth else {})
+
+
+@pytest.fixture(scope="module")
+def seeded(deployment: Deployment) -> Deployment:
+    """One instance in alpha, one in beta, posted as the collector's service user."""
+    events: list[dict[str, Any]] = [{
+        "event_id": f"ev-{uuid.uuid4().hex}", "event_type": "compute.instance.create.end",
+        "platform": "openstack", "cloud": "ks", "resource_type": "instance",
+        "resource_id": f"vm-{name}", "project_id": deployment.projects[name],
+        "timestamp": "2026-11-01T00:00:00Z", "source": "collector",
+        "payload": {"state": "active", "size": {"vcpus": 1, "ram_gb": 2, "disk_gb": 20,
+                                                "flavor": "m1.small"}},
+    } for name in ("alpha", "beta")]
+    ingest = token(deployment.keystone, "tally-collector", deployment.password, system=True)
+    response = requests.post(f"{deployment.api.base_url}/v1/events", json={"events": events},
+                             headers={"X-Auth-Token": ingest}, timeout=60)
+    assert response.status_code == 200, response.text
+    return deployment
+
+
+def test_admin_and_a_member_see_what_their_roles_allow(seeded: Deployment) -> None:
+    admin = token(seeded.keystone, "admin", ADMIN_PASSWORD, system=True)
+    listed = _get(seeded, "/v1/resources", admin, cloud="ks")
+    assert sorted(item["resource_id"] for item in listed.json()["items"]) == [
+        "vm-alpha", "vm-beta"]
+    alice = token(seeded.keystone, "alice", seeded.password, project="alpha")
+    mine = _get(seeded, "/v1/resources", alice, cloud="ks")
+    assert [item["resource_id"] for item in mine.json()["items"]] == ["vm-alpha"]
+    other = _get(seeded, "/v1/resources", alice, cloud="ks", project_id=seeded.projects["beta"])
+    assert other.status_code == 403
+    assert _get(seeded, "/v1/resources", None).status_code == 401
+
+
+def test_a_revoked_token_is_refused(seeded: Deployment) -> None:
+    alice = token(seeded.keystone, "alice", seeded.password, project="alpha")
+    assert _get(seeded, "/v1/resources", alice).status_code == 200
+    admin = token(seeded.keystone, "admin", ADMIN_PASSWORD, system=True)
+    revoked = requests.delete(f"{seeded.keystone.auth_url}/auth/tokens", timeout=60,
+                              headers={"X-Auth-Token": admin, "X-Subject-Token": alice})
+    assert revoked.status_code == 204
+    assert _get(seeded, "/v1/resources", alice).status_code == 401
+
+
+def test_an_expired_token_is_refused(seeded: Deployment) -> None:
+    early, issued = seeded.early_token
+    wait_until(lambda: time.monotonic() > issued + TOKEN_EXPIRATION_S + 2,
+               TOKEN_EXPIRATION_S + 60, "the session's first token to expire")
+    assert _get(seeded, "/v1/resources", early).status_code == 401
+
+
+def test_an_application_credential_with_access_rules(seeded: Deployment) -> None:
+    alice = token(seeded.keystone, "alice", seeded.password, project="alpha")
+    created = requests.post(
+        f"{seeded.keystone.auth_url}/users/{seeded.users['alice']}/application_credentials",
+        headers={"X-Auth-Token": alice}, timeout=60, json={"application_credential": {
+            "name": f"inventory-{uuid.uuid4().hex[:6]}", "access_rules": [
+                {"service": "usage-history", "method": "GET", "path": "/v1/resources"}]}})
+    assert created.status_code == 201, created.text
+    credential = created.json()["application_credential"]
+    login = requests.post(f"{seeded.keystone.auth_url}/auth/tokens", timeout=60, json={
+        "auth": {"identity": {"methods": ["application_credential"], "application_credential": {
+            "id": credential["id"], "secret": credential["secret"]}}}})
+    assert login.status_code == 201, login.text
+    restricted = login.headers["X-Subject-Token"]
+    allowed = _get(seeded, "/v1/resources", restricted, cloud="ks")
+    assert allowed.status_code == 200, allowed.text
+    assert [item["resource_id"] for item in allowed.json()["items"]] == ["vm-alpha"]
+    # A request no rule allows is refused by keystonemiddleware.
+    assert _get(seeded, "/v1/periods/ks", restricted).status_code == 401
+
+
+def _clouds_yaml(deployment: Deployment, path: Path) -> Path:
+    path.write_text(yaml.safe_dump({"clouds": {"alice": {
+        "auth": {"auth_url": deployment.keystone.auth_url, "username": "alice",
+                 "password": deployment.password, "project_name": "alpha",
+                 "user_domain_name": "Default", "project_domain_name": "Default"},
+        "identity_api_version": 3, "region_name": "RegionOne", "interface": "public"}}}))
+    return path
+
+
+def test_tally_os_cloud_and_the_openstack_plugin(seeded: Deployment, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    clouds = _clouds_yaml(seeded, tmp_path / "clouds.yaml")
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(clouds))
+    # A project member's --type check must not need the type list it may not read.
+    assert tally_main(["--os-cloud", "alice", "--format", "json", "inventory", "--type",
+                       "instance"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [item["resource_id"] for item in listed] == ["vm-alpha"]
+    done = subprocess.run([OPENSTACK, "--os-cloud", "alice", "tally", "resource", "list",
+                           "--type", "instance", "-f", "value", "-c", "resource_id"],
+                          env={**os.environ, "OS_CLIENT_CONFIG_FILE": str(clouds)},
+                          capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout.split()) == (0, ["vm-alpha"]), done.stderr

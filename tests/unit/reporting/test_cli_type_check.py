@@ -1,0 +1,33 @@
+"""``tally inventory --type T``: the CLI's typo check reads /v1/resource-types, which a
+project reader may not read; that caller gets the API's own (empty) answer, not a 403
+of a call it never asked for."""
+
+from __future__ import annotations
+
+import pytest
+import requests_mock as rm
+
+from reporting.cli.main import main
+
+URL = "http://tally.test:8779"
+
+
+def test_a_reader_who_may_not_list_types_gets_the_apis_answer(
+    requests_mock: rm.Mocker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    requests_mock.get(f"{URL}/v1/resources", json={"items": [], "next": None})
+    requests_mock.get(f"{URL}/v1/resource-types", status_code=403, json={"error": {
+        "code": "forbidden", "message": "needs the read role"}})
+    assert main(["--url", URL, "--token", "t", "inventory", "--type", "volume"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "resource_id" in captured.out
+
+
+def test_a_typo_is_still_refused_for_a_role_that_may_list_types(
+    requests_mock: rm.Mocker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    requests_mock.get(f"{URL}/v1/resources", json={"items": [], "next": None})
+    requests_mock.get(f"{URL}/v1/resource-types", json={"items": [
+        {"resource_type": "volume"}], "next": None})
+    assert main(["--url", URL, "--token", "t", "inventory", "--type", "volumes"]) == 2
+    assert "'volumes' is not a resource type" in capsys.readouterr().err
