@@ -156,8 +156,9 @@ _SYNC_RUN = {
         "completed_at": NULLABLE_INSTANT,
         "stats": {
             "type": "object",
-            "description": "created, updated, deleted, deferred (by reason), errors, "
-            "error_count, enumerated_types.",
+            "description": "created (restated: those of them also restated at the "
+            "poll), updated, deleted, deferred (by reason), errors, error_count, "
+            "enumerated_types, deletion_window.",
         },
     },
 }
