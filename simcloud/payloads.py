@@ -69,7 +69,7 @@ def _primitive(t: float | None) -> str:
 
 
 def _str_time(t: float) -> str:
-    """nova's ``str()`` of a naive UTC datetime (microseconds only when there are)."""
+    """nova's ``str()`` of a naive UTC datetime (no fraction when it has none)."""
     return str(to_datetime(t).replace(tzinfo=None))
 
 
@@ -154,9 +154,9 @@ def _instance(res: Resource, phase: Phase, event_type: str) -> dict[str, Any]:
         # The usage audit: the current audit period (nova's default is the month).
         day = to_datetime(phase.at)
         begin = day.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        # nova's str() of utcnow(): microseconds, which a real clock always has.
         payload.update({"audit_period_beginning": _str_time(begin.timestamp()),
-                        "audit_period_ending": _str_time(phase.at),
-                        "bandwidth": {}})
+                        "audit_period_ending": day.strftime("%Y-%m-%d %H:%M:%S.%f")})
     return payload
 
 
