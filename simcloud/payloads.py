@@ -24,6 +24,14 @@ EXCHANGES = {
 }
 FLOATING_NETWORK_ID = "5f7774a3-759f-4798-92f0-5ef59c88705c"
 IMAGE_REF = "70a599e0-31e7-49b7-b260-868f441e862b"
+# The legacy events nova sends with the instance's network info (``fixed_ips``), as
+# nova 34 does (tests/real); the others have no such key at all.
+_WITH_NETWORK_INFO = frozenset({
+    "compute.instance.create.end", "compute.instance.resize.start",
+    "compute.instance.finish_resize.start", "compute.instance.finish_resize.end",
+    "compute.instance.resize.end", "compute.instance.resize.confirm.end",
+    "compute.instance.rebuild.end",
+})
 
 
 def publisher_id(resource: Resource) -> str | None:
@@ -54,6 +62,17 @@ def _space(t: float | None) -> str:
     return "" if t is None else to_datetime(t).strftime("%Y-%m-%d %H:%M:%S+00:00")
 
 
+def _primitive(t: float | None) -> str:
+    """A datetime nova hands its notifier, as oslo's serializer renders it (naive
+    ISO 8601, microseconds, no offset), '' for None."""
+    return "" if t is None else to_datetime(t).strftime("%Y-%m-%dT%H:%M:%S.%f")
+
+
+def _str_time(t: float) -> str:
+    """nova's ``str()`` of a naive UTC datetime (no fraction when it has none)."""
+    return str(to_datetime(t).replace(tzinfo=None))
+
+
 def _iso(t: float | None) -> str | None:
     return None if t is None else to_datetime(t).strftime("%Y-%m-%dT%H:%M:%S.%f")
 
@@ -81,6 +100,7 @@ def build(resource: Resource, phase: Phase, event_type: str, at: float) -> dict[
 def _instance(res: Resource, phase: Phase, event_type: str) -> dict[str, Any]:
     flavor = FLAVORS[phase.size]
     deleted = event_type == "compute.instance.delete.end"
+    offloaded = phase.status == "shelved_offloaded"
     state = "deleted" if deleted else phase.status
     payload: dict[str, Any] = {
         "tenant_id": phase.project,
@@ -97,39 +117,62 @@ def _instance(res: Resource, phase: Phase, event_type: str) -> dict[str, Any]:
         "root_gb": flavor.disk_gb,
         "ephemeral_gb": flavor.ephemeral_gb,
         "disk_gb": flavor.disk_gb + flavor.ephemeral_gb,
-        "host": None if phase.status == "shelved_offloaded" else res.host,
-        "node": None if phase.status == "shelved_offloaded" else res.host,
-        "availability_zone": "nova",
+        "host": None if offloaded else res.host,
+        "node": None if offloaded else res.host,
+        # An offloaded instance is in no zone until it is unshelved.
+        "availability_zone": None if offloaded else "nova",
         "cell_name": "",
+        # created_at is nova's str(); the others are datetimes its serializer renders.
         "created_at": _space(res.created_at),
-        "launched_at": _space(res.ready_at) if res.ready_at <= phase.at or deleted else "",
-        "terminated_at": _space(res.deleted_at) if deleted else "",
-        "deleted_at": _space(res.deleted_at) if deleted else "",
+        "launched_at": _primitive(res.ready_at) if res.ready_at <= phase.at or deleted else "",
+        "terminated_at": _primitive(res.deleted_at) if deleted else "",
+        "deleted_at": _primitive(res.deleted_at) if deleted else "",
         "state": state,
         "state_description": "" if deleted else (phase.task or ""),
         "progress": "",
         "architecture": "x86_64",
-        "os_type": "linux",
-        "image_ref": IMAGE_REF,
+        "os_type": None,
         "image_ref_url": f"http://image.simcloud.invalid/images/{IMAGE_REF}",
-        "image_meta": {"base_image_ref": IMAGE_REF},
+        "image_meta": {"architecture": "x86_64", "base_image_ref": IMAGE_REF,
+                       "container_format": "bare", "disk_format": "qcow2",
+                       "kernel_id": "nokernel", "min_disk": str(flavor.disk_gb),
+                       "min_ram": "0", "ramdisk_id": "nokernel"},
         "metadata": {},
         "access_ip_v4": None,
         "access_ip_v6": None,
         "kernel_id": "",
         "ramdisk_id": "",
-        "fixed_ips": [],
     }
+    if event_type in _WITH_NETWORK_INFO:
+        payload["fixed_ips"] = [_fixed_ip(res)]
     if event_type == "compute.instance.create.end":
         payload["message"] = "Success"
+    elif event_type == "compute.instance.resize.prep.end":
+        new = FLAVORS[_next_size(res, phase)]
+        payload.update({"new_instance_type": new.name, "new_instance_type_id": int(new.id)})
     elif event_type == "compute.instance.exists":
         # The usage audit: the current audit period (nova's default is the month).
         day = to_datetime(phase.at)
-        begin = day.replace(day=1, hour=0, minute=0, second=0)
-        payload.update({"audit_period_beginning": begin.strftime("%Y-%m-%d %H:%M:%S"),
-                        "audit_period_ending": day.strftime("%Y-%m-%d %H:%M:%S"),
-                        "bandwidth": {}})
+        begin = day.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        # nova's str() of utcnow(): microseconds, which a real clock always has.
+        payload.update({"audit_period_beginning": _str_time(begin.timestamp()),
+                        "audit_period_ending": day.strftime("%Y-%m-%d %H:%M:%S.%f")})
     return payload
+
+
+def _next_size(res: Resource, phase: Phase) -> int:
+    """The flavor a resize under way moves to: the first later phase's other size."""
+    later = (p.size for p in res.phases if p.at > phase.at and p.size != phase.size)
+    return next(later, phase.size)
+
+
+def _fixed_ip(res: Resource) -> dict[str, Any]:
+    """One private IPv4 address, the shape nova's network info gives it."""
+    digest = int(res.id.replace("-", "")[:8], 16)
+    return {"address": f"192.168.{(digest >> 8) % 256}.{digest % 254 + 1}",
+            "floating_ips": [], "label": "private", "meta": {}, "type": "fixed",
+            "version": 4,
+            "vif_mac": "fa:16:3e:" + ":".join(f"{(digest >> s) % 256:02x}" for s in (16, 8, 0))}
 
 
 def _volume(res: Resource, phase: Phase, event_type: str) -> dict[str, Any]:

@@ -156,10 +156,10 @@ _SYNC_RUN = {
         "completed_at": NULLABLE_INSTANT,
         "stats": {
             "type": "object",
-            "description": "created, updated, deleted, deferred (by reason), errors, "
-            "error_count, enumerated_types, deletion_window ({since, clamped, "
-            "deleted_at_poll}: the instance deletes dated at the poll because the "
-            "window was clamped).",
+            "description": "created (restated: those of them also restated at the "
+            "poll), updated, deleted, deferred (by reason), errors, error_count, "
+            "enumerated_types, deletion_window ({since, clamped, deleted_at_poll}: the "
+            "instance deletes dated at the poll because the window was clamped).",
         },
     },
 }

@@ -146,7 +146,8 @@ def replay(client: ApiClient, args: argparse.Namespace) -> Output:
 
 def _run_stats(row: Mapping[str, Any]) -> dict[str, Any]:
     stats = row.get("stats") or {}
-    return {name: stats.get(name) for name in ("created", "updated", "deleted", "error_count")
+    return {name: stats.get(name)
+            for name in ("created", "restated", "updated", "deleted", "error_count")
             if name in stats}
 
 

@@ -129,7 +129,8 @@ def _describe(cloud: str, response: requests.Response,
         body = {}
     if response.status_code == 200:
         stats = body.get("stats", {})
-        return True, (f"{cloud}: run {body.get('id')} completed: created {stats.get('created')}, "
+        return True, (f"{cloud}: run {body.get('id')} completed: created {stats.get('created')} "
+                      f"(restated {stats.get('restated', 0)}), "
                       f"updated {stats.get('updated')}, deleted {stats.get('deleted')}, "
                       f"deferred {describe_deferred(stats.get('deferred'))}")
     if response.status_code == 500 and "run_id" in body:

@@ -124,12 +124,15 @@ def _book(factory: sessionmaker[Session], plan: Plan, stats: dict[str, Any], dea
                               require_size_schema=strict, future=future))
         for correction in batch:
             # A correction counts by its first event; a create's restatement at the
-            # poll (plan.Correction.restated) is part of it and counts nowhere.
+            # poll (plan.Correction.restated) is part of it, counted once more in
+            # ``restated`` so a run's events add up (created + restated + ...).
             outcomes = [next(results) for _ in correction.events]
             if outcomes[0].status == "stored":
                 stats[ACTION_STAT[correction.action]] += 1
                 if _clamped_delete(stats, correction):
                     stats["deletion_window"]["deleted_at_poll"] += 1
+                if correction.restated is not None and outcomes[1].status == "stored":
+                    stats["restated"] += 1
             for outcome in outcomes:
                 if outcome.status == "rejected":
                     stats["errors"].append(

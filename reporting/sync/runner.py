@@ -106,9 +106,10 @@ class SyncService:
         finally:
             lock.release(self.factory, cloud, run_id)
         self._count(cloud, status, stats)
-        LOG.info("sync run %s of %s %s: created %s, updated %s, deleted %s, deferred %s, "
-                 "errors %s", run_id, cloud, status, stats["created"], stats["updated"],
-                 stats["deleted"], describe_deferred(stats["deferred"]), stats["error_count"])
+        LOG.info("sync run %s of %s %s: created %s (restated %s), updated %s, deleted %s, "
+                 "deferred %s, errors %s", run_id, cloud, status, stats["created"],
+                 stats.get("restated", 0), stats["updated"], stats["deleted"],
+                 describe_deferred(stats["deferred"]), stats["error_count"])
         return RunResult(run_id, cloud, status, started_at, completed_at, stats)
 
     @staticmethod

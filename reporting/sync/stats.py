@@ -6,8 +6,11 @@ from typing import Any
 
 
 def empty_stats() -> dict[str, Any]:
-    """A run's stats before anything happened (``deletion_window`` None until read)."""
-    return {"created": 0, "updated": 0, "deleted": 0,
+    """A run's stats before anything happened (``deletion_window`` None until read).
+
+    ``restated``: the creates of ``created`` whose restatement at the poll was stored
+    too (a ``sync.update`` beside the ``sync.create``, plan.Correction.restated)."""
+    return {"created": 0, "restated": 0, "updated": 0, "deleted": 0,
             "deferred": {"transition": 0, "recent": 0},
             "errors": [], "error_count": 0, "enumerated_types": [],
             "deletion_window": None}

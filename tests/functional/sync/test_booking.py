@@ -45,6 +45,7 @@ def test_a_first_sync_booked_in_many_batches(
     settled = settled_truth(syncer, T1)
     assert len(settled) > 3 * 7  # several batches after the first
     assert stats["created"] == len(settled) and stats["error_count"] == 0
+    assert stats["restated"] == len(settled)
     assert_rows_match(syncer, settled)
     # Every create (each dated at a creation instant before the poll) and its
     # restatement at the poll, booked together in batches of at most 7 events.

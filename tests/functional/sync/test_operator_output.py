@@ -120,7 +120,8 @@ def test_the_api_logs_a_run_in_words_as_tally_sync_prints_it(
         run = syncer.sync_ok(T1)
     lines = [r.getMessage() for r in caplog.records if r.name == "reporting.sync.runner"]
     stats = run["stats"]
-    assert lines == [f"sync run {run['id']} of sim completed: created {stats['created']}, "
+    assert lines == [f"sync run {run['id']} of sim completed: created {stats['created']} "
+                     f"(restated {stats['restated']}), "
                      f"updated {stats['updated']}, deleted {stats['deleted']}, "
                      f"deferred {describe_deferred(stats['deferred'])}, errors 0"]
     assert "{" not in lines[0]

@@ -312,6 +312,8 @@ def test_runs_are_counted_in_the_metrics_of_spec_6(syncer: Syncer):
     # Each create dated before the poll is booked with its restatement at the poll.
     restated = len([e for e in syncer.events(event_type="sync.update") if restates(e)])
     assert 0 < restated <= stats["created"]
+    # The run's stats count them: its events add up from its stats alone.
+    assert stats["restated"] == restated
     assert value("tally_ingest_events_total", source="reconciliation", outcome="stored") == \
         before["ingested"] + stats["created"] + restated
     assert value("tally_sync_last_completed_timestamp") > 0

@@ -55,6 +55,8 @@ def _derived(resource_id: str, event_type: str, timestamp: str) -> str:
 
 
 CIE = "compute.instance.create.end"
+NOVA34_SERVER = "8a8d2b3f-ed31-4d3b-a1a6-a9eb16460506"
+NOVA34_PROJECT = "6f70656e737461636b20342065766572"
 CID = "compute.instance.delete.end"
 
 EXPECTED: dict[str, dict[str, Any] | None] = {
@@ -175,6 +177,33 @@ EXPECTED: dict[str, dict[str, Any] | None] = {
         {"vcpus": 1, "ram_gb": 0.5, "disk_gb": 20, "flavor": "512MB Standard Instance"}),
     # the source host's resize.end carries the old flavor: not in the table
     "templates/compute.instance.resize.end_notigen-template.json": None,
+    # nova 34 (tests/real), listener shape: a full ctxt, times without an offset
+    "compute.instance.create.end_nova34.json": _event(
+        "d79054dd-eccc-467d-bece-4fcb10f7e1a2", CIE, "instance", NOVA34_SERVER,
+        NOVA34_PROJECT, "2026-12-02T07:21:57.947382Z", CIE, "active",
+        {"vcpus": 1, "ram_gb": 0.5, "disk_gb": 1, "flavor": "m1.tiny"}),
+    "compute.instance.power_off.end_nova34.json": _event(
+        "bb2bc629-8b2a-444c-94af-8a98661a380e", "compute.instance.power_off", "instance",
+        NOVA34_SERVER, NOVA34_PROJECT, "2026-12-02T07:21:58.517206Z",
+        "compute.instance.power_off.end", "shutoff"),
+    # nova's usage audit and the resize's prep step: not in the table
+    "compute.instance.exists_nova34.json": None,
+    "compute.instance.resize.prep.end_nova34.json": None,
+    # state "resized" books as active, with the new flavor
+    "compute.instance.finish_resize.end_nova34.json": _event(
+        "43e1e39e-dbb3-45f1-86c2-00e455e34eda", "compute.instance.resize.end", "instance",
+        NOVA34_SERVER, NOVA34_PROJECT, "2026-12-02T07:22:00.031491Z",
+        "compute.instance.finish_resize.end", "active",
+        {"vcpus": 1, "ram_gb": 2.0, "disk_gb": 20, "flavor": "m1.small"}),
+    # host, node and availability_zone null
+    "compute.instance.shelve_offload.end_nova34.json": _event(
+        "63c4759e-b1dd-4b0e-af33-bd0c62b91b7c", "compute.instance.shelve", "instance",
+        NOVA34_SERVER, NOVA34_PROJECT, "2026-12-02T07:22:01.736537Z",
+        "compute.instance.shelve_offload.end", "shelved"),
+    # dated at the send time, after terminated_at and deleted_at in its payload
+    "compute.instance.delete.end_nova34.json": _event(
+        "f064bb45-720b-45e5-8dcd-de1166885d46", CID, "instance", NOVA34_SERVER,
+        NOVA34_PROJECT, "2026-12-02T07:22:02.903027Z", CID),
 }
 
 # nova's versioned notifications (topic versioned_notifications) are not in the table.
