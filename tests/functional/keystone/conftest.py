@@ -43,11 +43,14 @@ class Deployment:
     users: dict[str, str] = field(default_factory=dict)  # name: id
     password: str = PASSWORD
 
-    def service_credentials(self, user: str) -> str:
-        """A ``[service_credentials]`` section logging in as ``user``."""
+    def service_credentials(self, user: str, project: str | None = None) -> str:
+        """A ``[service_credentials]`` section logging in as ``user``, with system scope
+        (Tally's service roles are held on the system) or scoped to ``project``."""
+        scope = (f"project_name = {project}\nproject_domain_name = Default\n" if project
+                 else "system_scope = all\n")
         return (f"[service_credentials]\nauth_type = password\n"
                 f"auth_url = {self.keystone.auth_url}\nusername = {user}\n"
-                f"password = {self.password}\nsystem_scope = all\n"
+                f"password = {self.password}\n{scope}"
                 "user_domain_name = Default\n"
                 "interface = public\nregion_name = RegionOne\n")
 

@@ -66,7 +66,7 @@ def test_the_collector_delivers_through_its_service_user_across_expiry_and_resta
     started = time.monotonic()
     collector.start()
     try:
-        wait_until(lambda: b"Consuming notifications" in log.read_bytes(), 120,
+        wait_until(lambda: b"; consuming notifications" in log.read_bytes(), 120,
                    "the collector to consume")
         published = _publish(rabbit_url, topic, 0, 200)
         wait_until(lambda: len(deployment.event_ids(cloud)) >= 200, 120,
@@ -96,9 +96,10 @@ def test_the_collector_delivers_through_its_service_user_across_expiry_and_resta
         delete_queues(rabbit_url, [pool, f"{topic}.info"])
 
 
-def _sync(tmp_path: Path, deployment: Deployment, user: str, *args: str) -> list[str]:
+def _sync(tmp_path: Path, deployment: Deployment, user: str, *args: str,
+          project: str | None = None) -> list[str]:
     config = tmp_path / f"sync-{user}.conf"
-    config.write_text("[sync]\n" + deployment.service_credentials(user))
+    config.write_text("[sync]\n" + deployment.service_credentials(user, project))
     result = subprocess.run([str(BIN / "tally-sync"), "--config-file", str(config), *args],
                             capture_output=True, text=True, timeout=300)
     return [str(result.returncode), *result.stdout.splitlines(), *result.stderr.splitlines()]
@@ -112,7 +113,8 @@ def test_tally_sync_logs_in_and_finds_the_api_in_the_catalog(
     assert lines[0].startswith("Reporting API: keystone catalog usage-history endpoint"), lines
     assert lines[1] == "nowhere: HTTP 404: the clouds file names no cloud 'nowhere'", lines
     assert code == "1"
-    code, *lines = _sync(tmp_path, deployment, "tally-nobody", "nowhere")
+    # A user with no Tally role (member of the service project, logged in there).
+    code, *lines = _sync(tmp_path, deployment, "tally-nobody", "nowhere", project="service")
     assert code == "1" and lines[1].startswith("nowhere: HTTP 403"), lines
 
 
