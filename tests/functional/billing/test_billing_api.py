@@ -104,6 +104,10 @@ def test_closing_freezes_and_late_facts_become_adjustments(
     row = closed.get_json()
     assert row["status"] == "closed" and row["closed_by"].startswith("token:")
     assert row["cutoff_seq"] > 0
+    # what it accepted: p3's unrated line, and the history beginning at the first
+    # notification (inst-a's create, 10-02)
+    assert (row["accepted_unrated_lines"], row["accepted_partial_history_from"]) == (
+        1, "2026-10-02T00:00:00.000000Z")
     again = billed.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT).get_json()
     assert again == row
     frozen = billed.get("/v1/statements?cloud=c1&period=2026-10&project_id=p1",
