@@ -103,7 +103,24 @@ SCHEMAS: dict[str, Any] = {
                       "description": "who closed it; null while open, and for a project reader"},
         "cutoff_seq": {"type": ["integer", "null"]},
         "cutoff_received_at": NULLABLE_INSTANT,
+        "accepted_unrated_lines": {
+            "type": ["integer", "null"], "minimum": 1,
+            "description": "the unrated lines closed_by accepted freezing unbilled; null: none"},
+        "accepted_partial_history_from": {
+            **NULLABLE_INSTANT,
+            "description": "the cloud's first observation, inside the period, closed_by "
+            "accepted billing from; null: the history began before the period"},
     }),
+    "CloseAcceptance": {
+        "type": "object", "additionalProperties": False,
+        "description": "What the close accepts explicitly (no body: nothing).",
+        "properties": {
+            "accept_unrated_lines": {"type": "boolean", "description": (
+                "close although lines are unrated (they are then never billed)")},
+            "accept_partial_history": {"type": "boolean", "description": (
+                "close although the cloud's history began inside the period")},
+        },
+    },
 }
 
 _SUMMARIES = {**list_of(ref("StatementSummary"))}
@@ -144,7 +161,8 @@ def billing_paths() -> dict[str, Any]:
             **_TAGS, "operationId": "getStatements",
             "summary": "A project's statement of a period, or the per-project summaries "
             "(role read; a project_reader reads its own project's only); Accept: text/csv "
-            "answers CSV; a period that has not started is 409.",
+            "answers CSV; a period that has not started, or an open one wholly before "
+            "the cloud's first observation (`before_history`), is 409.",
             "parameters": [
                 query("cloud", {"type": "string"}, "The cloud.", required=True),
                 query("period", _PERIOD, "The month, YYYY-MM (UTC).", required=True),
@@ -173,8 +191,12 @@ def billing_paths() -> dict[str, Any]:
         "/v1/periods/{cloud}/{period}/close": {"post": {
             **_TAGS, "operationId": "closePeriod",
             "summary": "Freeze every project's statement of the period (role admin); "
-            "closing again changes nothing; a cloud Tally knows nothing of is 404.",
+            "closing again changes nothing; a cloud Tally knows nothing of is 404; 409 "
+            "`unrated_lines` or `partial_history` unless the body accepts it, "
+            "`before_history` for a period wholly before the cloud's first observation.",
             "parameters": [path("cloud"), path("period")],
+            "requestBody": {"required": False, "content": {"application/json": {
+                "schema": ref("CloseAcceptance")}}},
             "responses": {"200": json_body(ref("Period"), "Closed."),
                           **errors(400, 401, 403, 404, 409)},
         }},

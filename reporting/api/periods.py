@@ -22,12 +22,13 @@ from reporting.api.billing_common import (
 )
 from reporting.api.clouds import known_clouds
 from reporting.api.errors import ApiError
+from reporting.api.jsonbody import json_object
 from reporting.api.project_scope import require_project_read
-from reporting.billing import closing, periods, statements, versions
+from reporting.billing import closing, observed, periods, statements, versions
 from reporting.billing.pricelist import DEFAULT_LIST
 from reporting.clock import utcnow
 from reporting.db.billing_models import BillingPeriod
-from reporting.db.models import CurrentResource, ResourceInterval
+from reporting.db.models import CurrentResource
 from reporting.db.session import app_sessionmaker, db_session
 from reporting.queries import params
 
@@ -51,6 +52,10 @@ def render(cloud: str, period: str, row: BillingPeriod | None, now: dt.datetime
         "closed_by": row.closed_by if row else None,
         "cutoff_seq": row.cutoff_seq if row else None,
         "cutoff_received_at": instant(row.cutoff_received_at) if row else None,
+        # what closed_by accepted explicitly (null: nothing needed accepting)
+        "accepted_unrated_lines": row.accepted_unrated_lines if row else None,
+        "accepted_partial_history_from":
+            instant(row.accepted_partial_history_from) if row else None,
     }
 
 
@@ -78,25 +83,52 @@ def _require_known(cloud: str) -> None:
                    "of its own (GET /v1/clouds lists the clouds in the history)")
 
 
+_ACCEPTS = ("accept_unrated_lines", "accept_partial_history")
+
+
+def _acceptance() -> closing.Acceptance:
+    """The optional body ``{"accept_unrated_lines": true, "accept_partial_history": true}``
+    (no body: nothing accepted)."""
+    if not request.get_data():
+        return closing.Acceptance()
+    body = json_object()
+    unknown = sorted(set(body) - set(_ACCEPTS))
+    if unknown:
+        raise ApiError(400, "invalid_request",
+                       f"unknown member(s) {', '.join(unknown)}; a close accepts "
+                       f"{' and '.join(_ACCEPTS)}")
+    for name, value in body.items():
+        if not isinstance(value, bool):
+            raise ApiError(400, "invalid_request", f"{name} must be true or false")
+    return closing.Acceptance(unrated_lines=body.get("accept_unrated_lines", False),
+                              partial_history=body.get("accept_partial_history", False))
+
+
 @bp.post("/v1/periods/<cloud>/<period>/close")
 @require_role("admin")
 def close_period(cloud: str, period: str) -> Any:
     cloud = cloud_path(cloud)
     period = period_name(period)
+    accept = _acceptance()
     _require_known(cloud)
     now = utcnow()
     try:
-        result = closing.close(app_sessionmaker(), cloud, period, caller_name(), now)
+        result = closing.close(app_sessionmaker(), cloud, period, caller_name(), now, accept)
     except closing.PeriodNotEnded as exc:
         raise ApiError(409, "period_not_ended", str(exc)) from None
+    except closing.BeforeHistory as exc:
+        raise ApiError(409, "before_history", str(exc)) from None
+    except closing.CloseRefused as exc:
+        raise ApiError(409, exc.code, str(exc)) from None
     return jsonify(render(cloud, period, result.period, now))
 
 
 @bp.get("/v1/periods/<cloud>")
 @require_project_read  # cloud-wide facts: a project reader may read them too
 def list_periods(cloud: str) -> Any:
-    """Every month from the cloud's first usage (or first closed period) to the current
-    one, newest first.  A project reader gets the periods of the clouds its project
+    """Every month from the one the cloud's history begins in (its first observation,
+    ``reporting.billing.observed``; or its first closed period) to the current one,
+    newest first.  A project reader gets the periods of the clouds its project
     has history in (another cloud is answered as an unknown one: no periods), without
     who closed them."""
     cloud = cloud_path(cloud)
@@ -108,9 +140,10 @@ def list_periods(cloud: str) -> Any:
         closed, first = {}, None
     else:
         closed = statements.closed_periods(session, cloud)
-        first = session.execute(
-            sa.select(sa.func.min(ResourceInterval.start)).where(ResourceInterval.cloud == cloud)
-        ).scalar()
+        # From the month the history begins in: earlier months are not billable (a
+        # first sync dates creates back to the platform's creation instants).
+        observation = observed.first_observation(session, cloud)
+        first = observation[0] if observation is not None else None
     names = set(closed)
     current = periods.containing(now)
     if first is not None and first <= now:

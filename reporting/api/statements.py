@@ -24,6 +24,7 @@ from reporting.api.project_scope import requested_project, require_project_read,
 from reporting.api.read_limits import expensive_read
 from reporting.billing import periods, service, versions
 from reporting.billing import statements as billing_statements
+from reporting.billing.observed import BeforeHistory
 from reporting.billing.pricelist import DEFAULT_LIST
 from reporting.clock import utcnow
 from reporting.db.session import db_session
@@ -132,10 +133,16 @@ def get_statements() -> Response:
         raise ApiError(409, "period_not_started",
                        f"period {period} has not started yet (it starts at {period}-01); "
                        "no statement exists before its month")
+    hidden = cloud_hidden(session, cloud)
+    if not hidden:
+        try:
+            service.require_billable(session, cloud, period)
+        except BeforeHistory as exc:
+            raise ApiError(409, "before_history", str(exc)) from None
     if project_id is not None:
         if "limit" in args or "marker" in args:
             raise pagination.bad_request("limit and marker apply to the summaries only")
-        if cloud_hidden(session, cloud):
+        if hidden:
             text = _as_for_an_unknown_cloud(cloud, project_id, period)
         else:
             text = service.statement_text(session, cloud, project_id, period, now)

@@ -11,7 +11,12 @@ What is frozen (``reporting.billing.frozen``): per project the statement's text
 around its lines and the lines as rows, and per resource the amount later
 adjustments compare against; the write seam computes the lines set-based where the
 database can (``freeze_lines``).  The close also books the adjustments of earlier
-closed periods that belong on this period's statement.  A second close of the same period (any replica) finds the row and changes
+closed periods that belong on this period's statement.
+
+A close refuses (``CloseRefused``, 409) a period with unrated lines, or whose history
+began inside it (``reporting.billing.observed``), unless the admin accepts it
+explicitly (``Acceptance``); what was accepted is recorded on the period.  A period
+wholly before the cloud's first observation is never closed (``BeforeHistory``).  A second close of the same period (any replica) finds the row and changes
 nothing.
 """
 
@@ -26,15 +31,19 @@ from decimal import Decimal
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
+from mapping.event import format_timestamp
 from reporting.billing import (
     adjustments,
     billing_metrics,
     currencies,
+    frozen,
     locks,
     money,
+    observed,
     periods,
     statements,
 )
+from reporting.billing.observed import BeforeHistory
 from reporting.billing.versions import timeline
 from reporting.db import writes
 from reporting.db.billing_models import BillingPeriod, BookedAdjustment, ClosedStatement
@@ -43,6 +52,22 @@ from reporting.db.models import Event
 
 class PeriodNotEnded(ValueError):
     """Only a period that has ended can be closed (409)."""
+
+
+class CloseRefused(ValueError):
+    """A close the admin has not accepted explicitly (409); ``code`` says what."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclasses.dataclass(frozen=True)
+class Acceptance:
+    """What the admin closing a period accepts explicitly."""
+
+    unrated_lines: bool = False  # lines no price version rates, never billed once closed
+    partial_history: bool = False  # the cloud's history began inside the period
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,8 +81,9 @@ class Closed:
 
 
 def close(factory: sessionmaker[Session], cloud: str, period: str, who: str,
-          now: dt.datetime) -> Closed:
-    """Close ``period`` of ``cloud``; idempotent."""
+          now: dt.datetime, accept: Acceptance = Acceptance()) -> Closed:
+    """Close ``period`` of ``cloud``; idempotent (a second close returns the row, whatever
+    it accepts).  Raises PeriodNotEnded, BeforeHistory or CloseRefused."""
     _start, end = periods.parse(period)
     if end > now:
         raise PeriodNotEnded(f"period {period} has not ended yet (it ends at {end:%Y-%m-%d})")
@@ -68,7 +94,7 @@ def close(factory: sessionmaker[Session], cloud: str, period: str, who: str,
         if existing is not None:
             return Closed(existing, created=False)
         with seam.snapshot(factory, guard, locks.INGEST_KEY, _cutoff) as (session, cutoff):
-            result = _close_in(session, cloud, period, who, now, cutoff)
+            result = _close_in(session, cloud, period, who, now, cutoff, accept)
             session.commit()
     if result.created:
         billing_metrics.record_close(cloud, result.frozen, result.adjustments, result.billed,
@@ -90,11 +116,47 @@ def _cutoff(session: Session) -> tuple[int, dt.datetime | None]:
     return (int(row.seq), row.received_at) if row is not None else (0, None)
 
 
+def _partial_history(session: Session, cloud: str, period: str, accept: Acceptance
+                     ) -> dt.datetime | None:
+    """The first observation when it falls inside ``period`` (accepted), else None;
+    raises BeforeHistory or CloseRefused."""
+    start, end = periods.parse(period)
+    first = observed.first_observation(session, cloud)
+    if first is None or first[0] >= end:
+        raise BeforeHistory(observed.before_history_reason(cloud, period, first))
+    if first[0] <= start:
+        return None
+    if not accept.partial_history:
+        raise CloseRefused("partial_history", (
+            f"the history of {cloud} begins at {format_timestamp(first[0])} ({first[1]}), "
+            f"inside period {period}: before it only the resources that survived are known; "
+            "close with accept_partial_history to bill the partial month"))
+    return first[0]
+
+
+def _refuse_unrated(cloud: str, period: str, totals: frozen.Totals, accept: Acceptance
+                    ) -> int | None:
+    """The unrated lines when there are some (accepted), else None; raises CloseRefused."""
+    projects = sorted(p for p, (_subtotal, unrated) in totals.items() if unrated)
+    count = sum(unrated for _subtotal, unrated in totals.values())
+    if not count:
+        return None
+    if not accept.unrated_lines:
+        shown = ", ".join(projects[:5]) + (", ..." if len(projects) > 5 else "")
+        raise CloseRefused("unrated_lines", (
+            f"period {period} of {cloud} has {count} unrated line(s) in {len(projects)} "
+            f"project(s) ({shown}): once closed they are never billed; add a price version "
+            "that rates them, or close with accept_unrated_lines"))
+    return count
+
+
 def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datetime,
-              cutoff: tuple[int, dt.datetime | None] | None = None) -> Closed:
+              cutoff: tuple[int, dt.datetime | None] | None = None,
+              accept: Acceptance = Acceptance()) -> Closed:
     existing = _existing(session, cloud, period)
     if existing is not None:
         return Closed(existing, created=False)
+    history_from = _partial_history(session, cloud, period, accept)
     seq, received_at = cutoff if cutoff is not None else _cutoff(session)
     _start, end = periods.parse(period)
     versions = timeline(session, cloud)
@@ -108,6 +170,8 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
     # The lines, per-resource amounts and totals are frozen where the database can rate
     # them set-based; each project's text around its lines is rendered here.
     totals = writes.of(session).freeze_lines(session, cloud, period, versions, now)
+    # Refused after the freeze (its count is the frozen lines'): the caller rolls back.
+    unrated = _refuse_unrated(cloud, period, totals, accept)
     enveloped: list[dict[str, object]] = []  # the frozen rows, completed
     whole: list[dict[str, object]] = []  # statements of adjustments only
     totals_billed: list[Decimal] = []
@@ -130,7 +194,9 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
         (enveloped if project in totals else whole).append(row)
     period_row = BillingPeriod(cloud=cloud, period=period, status="closed", closed_at=now,
                                closed_by=who, cutoff_seq=seq, cutoff_received_at=received_at,
-                               currency=code, minor_units=places)
+                               currency=code, minor_units=places,
+                               accepted_unrated_lines=unrated,
+                               accepted_partial_history_from=history_from)
     session.add(period_row)
     if enveloped:
         session.execute(sa.update(ClosedStatement), enveloped)

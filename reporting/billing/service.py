@@ -18,6 +18,7 @@ from reporting.billing import (
     currencies,
     frozen,
     money,
+    observed,
     periods,
     rating,
     statements,
@@ -25,6 +26,14 @@ from reporting.billing import (
 from reporting.billing.versions import timeline
 from reporting.db import writes
 from reporting.db.billing_models import BillingPeriod, ClosedStatement
+
+
+def require_billable(session: Session, cloud: str, period: str) -> None:
+    """Raise ``observed.BeforeHistory`` for an open period wholly before the cloud's
+    first observation: its statement would bill only the survivors.  A closed period
+    is answered as frozen, whatever it was closed with."""
+    if period not in statements.closed_periods(session, cloud):
+        observed.require_observed(session, cloud, period, periods.parse(period)[1])
 
 
 def _empty_closed(cloud: str, project_id: str, period: str, closed: BillingPeriod) -> str:

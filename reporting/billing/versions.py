@@ -109,6 +109,20 @@ def _closed_priced(session: Session, name: str, effective_from: dt.datetime
     return None if found is None else (found[1], found[2])
 
 
+def _carried_forward(session: Session, name: str, document: dict[str, Any],
+                     version: PriceVersion) -> dict[str, Any]:
+    """``document`` as stored: one that omits ``zero_rated_projects`` carries the
+    projects of the version in effect just before it (the list's, or for a cloud's list
+    the ``default`` version pricing the cloud then), so adding a version never starts
+    billing a zero-rated project silently; ``[]`` says otherwise explicitly.  Stored
+    filled in, so the version says what it prices and older versions never change."""
+    if "zero_rated_projects" in document:
+        return document
+    before = [v for v in timeline(session, name) if v.effective_from < version.effective_from]
+    carried = sorted(before[-1].zero_rated_projects) if before else []
+    return {**document, "zero_rated_projects": carried}
+
+
 def add(session: Session, name: str, document: Any, who: str, now: dt.datetime
         ) -> PriceListVersion:
     """Validate and store a new version of list ``name`` (caller commits).
@@ -139,6 +153,7 @@ def add(session: Session, name: str, document: Any, who: str, now: dt.datetime
             f"{closed[1]}, which this version would price; a closed statement never changes"
         )
     number = max((row.number for row in existing), default=0) + 1
+    document = _carried_forward(session, name, document, version)
     row = PriceListVersion(
         name=name, number=number, effective_from=version.effective_from,
         currency=version.currency, document=document, created_at=now, created_by=who,

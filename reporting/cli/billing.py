@@ -122,11 +122,20 @@ def _summary_csv(client: ApiClient, params: dict[str, str | None]) -> str:
 
 
 PERIOD_COLUMNS = [table.field(name) for name in (
-    "period", "status", "ended", "closed_at", "closed_by", "cutoff_seq", "cutoff_received_at")]
+    "period", "status", "ended", "closed_at", "closed_by", "cutoff_seq", "cutoff_received_at")] + [
+    ("accepted", lambda row: "; ".join(
+        ([f"{row['accepted_unrated_lines']} unrated lines"]
+         if row.get("accepted_unrated_lines") else [])
+        + ([f"history from {row['accepted_partial_history_from']}"]
+           if row.get("accepted_partial_history_from") else [])) or None)]
 
 
 def period_close(client: ApiClient, args: argparse.Namespace) -> Output:
-    body = client.post(f"/v1/periods/{_quoted(args.cloud)}/{_quoted(args.period)}/close", None)
+    accept = {name: True for name, given in (
+        ("accept_unrated_lines", args.accept_unrated),
+        ("accept_partial_history", args.accept_partial_history)) if given}
+    body = client.post(f"/v1/periods/{_quoted(args.cloud)}/{_quoted(args.period)}/close",
+                       accept or None)
     return Output(body, PERIOD_COLUMNS, [body])
 
 
@@ -164,6 +173,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                              help="freeze every statement of the period")
     close.add_argument("cloud")
     close.add_argument("period", metavar="YYYY-MM")
+    close.add_argument("--accept-unrated", action="store_true",
+                       help="close although some lines are unrated: they are never billed "
+                       "(recorded on the period)")
+    close.add_argument("--accept-partial-history", action="store_true",
+                       help="close although the cloud's history began inside the period: "
+                       "before it only surviving resources are known (recorded)")
     close.set_defaults(handler=period_close)
     listing = verbs.add_parser("list", parents=[common], allow_abbrev=False,
                                help="periods with status, who closed them and the cutoff")

@@ -95,6 +95,11 @@ class BillingPeriod(Base):
     # The decimals its amounts were rounded to (the currency's ISO 4217 minor units;
     # 2 for periods closed before revision 0020): its frozen lines are rendered so.
     minor_units: Mapped[int] = mapped_column(Integer)
+    # What ``closed_by`` accepted explicitly (revision 0021; NULL: nothing to accept):
+    # the unrated lines the close froze unbilled, and the first observation of a cloud
+    # whose history began inside the period.
+    accepted_unrated_lines: Mapped[int | None] = mapped_column(Integer)
+    accepted_partial_history_from: Mapped[dt.datetime | None] = mapped_column(DateTime())
 
 
 class ClosedStatement(Base):

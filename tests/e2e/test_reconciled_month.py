@@ -111,8 +111,22 @@ def _bill_the_month(reporting: Reporting, world: SimCloudServer, config: WorldCo
     assert check.billed and check.exact and check.total > 0
     summaries = reporting.get("/v1/statements", cloud=CLOUD, period=period, limit=1000)
     assert summaries["next_marker"] is None
-    closed = reporting.send("POST", f"/v1/periods/{CLOUD}/{period}/close")
+    # Tally's history of the simulated cloud begins inside the month: its first
+    # completed sync runs one interval after the month's start, so the first interval
+    # is known from the collector and what that sync dated back only.  The close says
+    # so explicitly, as an operator starting Tally mid-month would (check_month above
+    # compared that history with the world's truth); it accepts the unrated lines
+    # (an image without a size has no price) only if the summaries show some.
+    refused = reporting.send("POST", f"/v1/periods/{CLOUD}/{period}/close")
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["error"]["code"] == "partial_history", refused.text
+    unrated = sum(item["unrated_lines"] for item in summaries["items"])
+    accept = {"accept_partial_history": True, "accept_unrated_lines": unrated > 0}
+    closed = reporting.send("POST", f"/v1/periods/{CLOUD}/{period}/close", accept)
     assert closed.status_code == 200, closed.text
+    assert closed.json()["accepted_partial_history_from"] == format_timestamp(
+        config.start + INTERVAL)
+    assert closed.json()["accepted_unrated_lines"] == (unrated or None)
     assert reporting.get("/v1/statements", cloud=CLOUD, period=period, limit=1000) == summaries
 
 

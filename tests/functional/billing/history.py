@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from reporting.billing.closing import Acceptance
 from reporting.ingest import ingest
 from tests.unit.billing.test_rating import V1, V2
 
@@ -15,6 +16,12 @@ _ids = itertools.count(1)
 SMALL = {"vcpus": 1, "ram_gb": 2, "disk_gb": 20, "flavor": "m1.small"}
 SSD100 = {"size_gb": 100, "type": "ssd"}
 PRICES = [copy.deepcopy(V1), copy.deepcopy(V2)]
+# The histories of these tests begin inside the month they close (their first
+# notification is dated after its start, no sync run observed them before) and may
+# hold lines nothing prices (p3's): a close of them accepts both explicitly, as an
+# operator would (the refusals are tested in test_close_acceptance.py).
+ACCEPT = {"accept_unrated_lines": True, "accept_partial_history": True}
+ACCEPT_ALL = Acceptance(unrated_lines=True, partial_history=True)
 
 
 def event(event_type: str, resource_id: str, timestamp: str, *, resource_type: str = "instance",

@@ -11,7 +11,7 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from tests.functional.billing.history import PRICES, SMALL, event, october, seed
+from tests.functional.billing.history import ACCEPT, PRICES, SMALL, event, october, seed
 from tests.functional.reporting.fixtures import auth
 
 ADMIN, READ = auth("admin"), auth("read")
@@ -39,7 +39,7 @@ def test_text_no_database_holds_is_refused_and_nothing_is_stored(
     assert _put(client, "default", PRICES[0]).status_code == 201
     summaries = client.get("/v1/statements?cloud=c1&period=2026-10", headers=READ)
     assert summaries.status_code == 200 and summaries.get_json()["items"]
-    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN).status_code == 200
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT).status_code == 200
 
 
 def test_a_member_written_twice_is_refused_with_its_line(client: FlaskClient) -> None:
@@ -71,7 +71,7 @@ def test_a_default_version_is_refused_only_for_months_default_could_price(
     assert _put(client, "default", PRICES[0]).status_code == 201
     assert _put(client, "c2", {**PRICES[0], "effective_from": "2026-09-01T00:00:00Z"}
                 ).status_code == 201
-    assert client.post("/v1/periods/c2/2026-10/close", headers=ADMIN).status_code == 200
+    assert client.post("/v1/periods/c2/2026-10/close", headers=ADMIN, json=ACCEPT).status_code == 200
     mid_october = {**PRICES[1], "effective_from": "2026-10-20T00:00:00Z"}
     created = _put(client, "default", mid_october)
     assert created.status_code == 201, created.get_json()
@@ -82,7 +82,7 @@ def test_a_default_version_is_refused_only_for_months_default_could_price(
 
     assert _put(client, "c3", {**PRICES[0], "effective_from": "2026-11-01T00:00:00Z"}
                 ).status_code == 201
-    assert client.post("/v1/periods/c3/2026-10/close", headers=ADMIN).status_code == 200
+    assert client.post("/v1/periods/c3/2026-10/close", headers=ADMIN, json=ACCEPT).status_code == 200
     refused = _put(client, "default", {**PRICES[1], "effective_from": "2026-10-25T00:00:00Z"})
     assert refused.status_code == 409
     assert refused.get_json()["error"]["message"] == (
@@ -98,7 +98,7 @@ def test_a_version_prices_only_until_the_next_version_of_its_list(
     assert _put(client, "c2", {**PRICES[0], "effective_from": "2026-09-01T00:00:00Z"}
                 ).status_code == 201
     assert _put(client, "c2", PRICES[0]).status_code == 201
-    assert client.post("/v1/periods/c2/2026-10/close", headers=ADMIN).status_code == 200
+    assert client.post("/v1/periods/c2/2026-10/close", headers=ADMIN, json=ACCEPT).status_code == 200
     assert _put(client, "c2", {**PRICES[1], "effective_from": "2026-09-15T00:00:00Z"}
                 ).status_code == 201
     assert _put(client, "c2", {**PRICES[1], "effective_from": "2026-10-05T00:00:00Z"}

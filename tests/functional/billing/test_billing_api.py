@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing import billing_metrics
-from tests.functional.billing.history import PRICES, event, october, seed
+from tests.functional.billing.history import ACCEPT, PRICES, event, october, seed
 from tests.functional.reporting.fixtures import auth
 
 ADMIN, READ = auth("admin"), auth("read")
@@ -97,14 +97,18 @@ def test_closing_freezes_and_late_facts_become_adjustments(
 ) -> None:
     assert billed.post("/v1/periods/c1/2026-10/close", headers=READ).status_code == 403
     billed_before = billed_amount("c1", "EUR")
-    closed = billed.post("/v1/periods/c1/2026-10/close", headers=ADMIN)
+    closed = billed.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT)
     assert closed.status_code == 200
     # October bills 1.90 + 0.72 (p1, p2); the zero-rated and unrated projects 0.
     assert billed_amount("c1", "EUR") - billed_before == pytest.approx(2.62)
     row = closed.get_json()
     assert row["status"] == "closed" and row["closed_by"].startswith("token:")
     assert row["cutoff_seq"] > 0
-    again = billed.post("/v1/periods/c1/2026-10/close", headers=ADMIN).get_json()
+    # what it accepted: p3's unrated line, and the history beginning at the first
+    # notification (inst-a's create, 10-02)
+    assert (row["accepted_unrated_lines"], row["accepted_partial_history_from"]) == (
+        1, "2026-10-02T00:00:00.000000Z")
+    again = billed.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT).get_json()
     assert again == row
     frozen = billed.get("/v1/statements?cloud=c1&period=2026-10&project_id=p1",
                         headers=READ).get_data()
@@ -124,7 +128,7 @@ def test_closing_freezes_and_late_facts_become_adjustments(
         "0.00", "-0.05", "-0.05")
 
     # closing November books it; a later fact is the next adjustment, on December
-    assert billed.post("/v1/periods/c1/2026-11/close", headers=ADMIN).status_code == 200
+    assert billed.post("/v1/periods/c1/2026-11/close", headers=ADMIN, json=ACCEPT).status_code == 200
     booked = billed.get("/v1/statements?cloud=c1&period=2026-11&project_id=p1",
                         headers=READ).get_data()
     assert json.loads(booked)["adjustments"] == november["adjustments"]
@@ -152,11 +156,11 @@ def test_closing_freezes_and_late_facts_become_adjustments(
 
 
 def test_periods_and_bad_closes(billed: FlaskClient) -> None:
-    unfinished = billed.post("/v1/periods/c1/2999-01/close", headers=ADMIN)
+    unfinished = billed.post("/v1/periods/c1/2999-01/close", headers=ADMIN, json=ACCEPT)
     assert unfinished.status_code == 409
     assert unfinished.get_json()["error"]["code"] == "period_not_ended"
-    assert billed.post("/v1/periods/c1/2026-1/close", headers=ADMIN).status_code == 400
-    assert billed.post("/v1/periods/c1/2026-10/close", headers=ADMIN).status_code == 200
+    assert billed.post("/v1/periods/c1/2026-1/close", headers=ADMIN, json=ACCEPT).status_code == 400
+    assert billed.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT).status_code == 200
     listed = billed.get("/v1/periods/c1", headers=READ).get_json()
     by_name = {p["period"]: p for p in listed["items"]}
     assert by_name["2026-10"]["status"] == "closed" and by_name["2026-10"]["ended"] is True

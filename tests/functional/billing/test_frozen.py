@@ -22,7 +22,7 @@ from reporting.billing import closing, frozen, periods, rating, service, stateme
 from reporting.db import engine as db_engine
 from reporting.db.billing_models import ClosedKind, ClosedStatement
 from reporting.fold import Interval
-from tests.functional.billing.history import PRICES, event, seed
+from tests.functional.billing.history import ACCEPT_ALL, PRICES, event, seed
 
 NOW = dt.datetime(2026, 12, 15)
 PERIOD = "2026-10"
@@ -151,7 +151,7 @@ def test_both_freezes_answer_the_pure_rating_bytes(pg: sessionmaker[Session]) ->
                 in_python[project] = ",".join(
                     statements.text(line.as_dict()) for line in frozen.lines(session, row))
             session.rollback()
-        result = closing.close(pg, "c1", PERIOD, "test", NOW)
+        result = closing.close(pg, "c1", PERIOD, "test", NOW, ACCEPT_ALL)
         with pg() as session:
             expected = expected_texts(session, result.period.closed_at)
             assert answered(session) == expected
@@ -178,7 +178,7 @@ def test_python_freeze_on_sqlite(tmp_path: Path, sqlite_migrated_template: Path)
         try:
             _prices(factory)
             seed(factory, history)
-            result = closing.close(factory, "c1", PERIOD, "test", NOW)
+            result = closing.close(factory, "c1", PERIOD, "test", NOW, ACCEPT_ALL)
             with factory() as session:
                 assert answered(session) == expected_texts(session, result.period.closed_at)
         finally:

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from reporting.billing import closing, service, versions
 from reporting.db import engine as db_engine
 from reporting.db import migrations
-from tests.functional.billing.history import PRICES, october, seed
+from tests.functional.billing.history import ACCEPT_ALL, PRICES, october, seed
 
 NOW = dt.datetime(2026, 12, 15)
 BEFORE = "0014_period_currency"
@@ -41,7 +41,7 @@ def test_whole_bodies_stay_and_frozen_lines_block_the_downgrade(empty_db_url: st
                 versions.add(session, "default", document, "test", NOW)
             session.commit()
         seed(factory, october())
-        closing.close(factory, "c1", "2026-10", "test", NOW)
+        closing.close(factory, "c1", "2026-10", "test", NOW, ACCEPT_ALL)
     finally:
         engine.dispose()
     with pytest.raises(RuntimeError, match="frozen as lines"):

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from reporting.billing import adjustments, closing, periods, statements, versions
 from reporting.db import writes
 from tests.functional.billing import truth
-from tests.functional.billing.history import PRICES, SMALL, event, seed
+from tests.functional.billing.history import ACCEPT_ALL, PRICES, SMALL, event, seed
 
 NOW = dt.datetime(2027, 6, 1)
 
@@ -67,7 +67,7 @@ def test_late_facts_of_many_closed_periods(session_factory: sessionmaker[Session
     # Closed out of order: December first, then September, November while October is
     # open (its close books nothing of September's), October, then January.
     for order, period in enumerate(["2026-12", "2026-09", "2026-11", "2026-10", "2027-01"]):
-        closing.close(session_factory, "c1", period, "test", NOW)
+        closing.close(session_factory, "c1", period, "test", NOW, ACCEPT_ALL)
         # a late power-off and a late move dated in every closed month so far
         late = []
         with session_factory() as session:

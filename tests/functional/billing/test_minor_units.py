@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing import currencies
 from reporting.db.billing_models import BillingPeriod
-from tests.functional.billing.history import SMALL, event, seed
+from tests.functional.billing.history import ACCEPT, SMALL, event, seed
 from tests.functional.reporting.fixtures import auth
 
 ADMIN, READ = auth("admin"), auth("read")
@@ -87,7 +87,7 @@ def test_amounts_are_rounded_to_the_currencys_minor_unit(
             open_statement["total"]) == (currency, p1, p1)
     assert _summaries(client, "2026-10") == [("p1", p1, nothing, p1), ("p2", p2, nothing, p2)]
 
-    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN).status_code == 200
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT).status_code == 200
     closed = _get(client, "cloud=c1&period=2026-10&project_id=p1")
     assert [line["amount"] for line in closed["lines"]] == lines
     assert (closed["subtotal"], closed["total"]) == (p1, p1)
@@ -117,7 +117,7 @@ def test_a_period_closed_in_hundredths_keeps_them(
         assert client.put("/v1/price-lists/default", json=prices("JPY", "1.25"),
                           headers=ADMIN).status_code == 201
         seed(session_factory, month())
-        assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN).status_code == 200
+        assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT).status_code == 200
     with session_factory() as session:
         row = session.get(BillingPeriod, ("c1", "2026-10"))
         assert row is not None and row.minor_units == 2

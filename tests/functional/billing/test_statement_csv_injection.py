@@ -11,7 +11,7 @@ from urllib.parse import quote
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from tests.functional.billing.history import PRICES, SMALL, event, seed
+from tests.functional.billing.history import ACCEPT, PRICES, SMALL, event, seed
 from tests.functional.reporting.fixtures import auth
 
 ADMIN, READ = auth("admin"), auth("read")
@@ -40,7 +40,7 @@ def test_formula_text_is_neutralised_and_numbers_stay_numbers(
     assert line["size"].startswith('{"disk_gb":20,"flavor":"@flavor"')  # JSON: not a formula
     assert (line["quantity"], line["amount"]) == ("24", "0.53")  # by_resources: 0.022 an hour
     assert {r["record"]: r["value"] for r in october}["project_id"] == "'" + PROJECT
-    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN).status_code == 200
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT).status_code == 200
 
     # a late power-off: October billed 24 h active (0.528: 0.53), the truth is 12 h
     # active and 12 h shut off at half rate (0.264: 0.26 + 0.132: 0.13), so November

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from reporting.api.statements import CSV_FIELDS, LINE_FIELDS
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY
-from tests.functional.billing.history import PRICES, SMALL, event, october, seed
+from tests.functional.billing.history import ACCEPT, PRICES, SMALL, event, october, seed
 from tests.functional.reporting.fixtures import ConfFactory, auth
 from tests.functional.reporting.test_unknown_cloud import clouds_file
 
@@ -77,7 +77,7 @@ def test_amounts_beyond_any_fixed_precision_are_billed_and_stored_exactly(
     summary = _get(client, "cloud=c1&period=2026-10")["items"]
     assert [(s["project_id"], s["subtotal"]) for s in summary] == [("p1", total)]
 
-    closed = client.post("/v1/periods/c1/2026-10/close", headers=ADMIN)
+    closed = client.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT)
     assert closed.status_code == 200, closed.get_data(as_text=True)
     summary = _get(client, "cloud=c1&period=2026-10")["items"]  # the stored NUMERIC totals
     assert [(s["subtotal"], s["total"]) for s in summary] == [(total, total)]
@@ -89,7 +89,7 @@ def test_amounts_beyond_any_fixed_precision_are_billed_and_stored_exactly(
     refund = f"-{_cents(Fraction(image) - Fraction(half))}"
     november = _get(client, "cloud=c1&period=2026-11&project_id=p1")
     assert [a["amount"] for a in november["adjustments"]] == [refund]
-    assert client.post("/v1/periods/c1/2026-11/close", headers=ADMIN).status_code == 200
+    assert client.post("/v1/periods/c1/2026-11/close", headers=ADMIN, json=ACCEPT).status_code == 200
     summary = _get(client, "cloud=c1&period=2026-11")["items"]
     assert [(s["adjustments_total"], s["total"]) for s in summary] == [(refund, refund)]
     assert _get(client, "cloud=c1&period=2026-12&project_id=p1")["adjustments"] == []
@@ -146,7 +146,7 @@ def test_the_csv_is_the_same_data_as_the_json(
                                  state="active", size=SMALL),
                            event("compute.instance.delete.end", "inst-n", "2026-11-02T05:00:00Z",
                                  project_id="")])
-    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN).status_code == 200
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT).status_code == 200
     late = event("compute.instance.power_off.end", "inst-a", "2026-10-02T05:00:00Z",
                  state="shutoff")
     seed(session_factory, [late])
@@ -157,7 +157,7 @@ def test_the_csv_is_the_same_data_as_the_json(
     assert body["lines"] and body["adjustments"] and body["unrated_lines"] == 0
     assert {**parsed, "computed_at": None} == {**body, "computed_at": None}
     # closed (stored bytes), with the adjustment booked: every member, exactly
-    assert client.post("/v1/periods/c1/2026-11/close", headers=ADMIN).status_code == 200
+    assert client.post("/v1/periods/c1/2026-11/close", headers=ADMIN, json=ACCEPT).status_code == 200
     text = _csv(client, query)
     body = _get(client, query)
     assert body["status"] == "closed" and body["adjustments"][0]["event_ids"] == [
@@ -180,7 +180,7 @@ def test_closing_a_cloud_tally_knows_nothing_about_is_404(
     assert client.put("/v1/price-lists/default", json=PRICES[0], headers=ADMIN).status_code == 201
     seed(session_factory, october())
     for cloud in ("typo", "default"):
-        response = client.post(f"/v1/periods/{cloud}/2026-10/close", headers=ADMIN)
+        response = client.post(f"/v1/periods/{cloud}/2026-10/close", headers=ADMIN, json=ACCEPT)
         assert response.status_code == 404, cloud
         error = response.get_json()["error"]
         assert error["code"] == "unknown_cloud" and repr(cloud) in error["message"]
@@ -189,10 +189,15 @@ def test_closing_a_cloud_tally_knows_nothing_about_is_404(
     later = {**PRICES[1], "effective_from": "2026-11-10T00:00:00Z"}
     assert client.put("/v1/price-lists/default", json=later, headers=ADMIN).status_code == 201
     # a cloud with history, or with a price list of its own, closes
-    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN).status_code == 200
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT).status_code == 200
     own = {**PRICES[0], "effective_from": "2026-12-01T00:00:00Z"}
     assert client.put("/v1/price-lists/c9", json=own, headers=ADMIN).status_code == 201
-    assert client.post("/v1/periods/c9/2026-10/close", headers=ADMIN).status_code == 200
+    # ... once something observed it: c9 is known (its own list) but has no history, so
+    # its October is not billable and nothing is stored
+    unobserved = client.post("/v1/periods/c9/2026-10/close", headers=ADMIN, json=ACCEPT)
+    assert unobserved.status_code == 409
+    assert unobserved.get_json()["error"]["code"] == "before_history"
+    assert client.get("/v1/periods/c9", headers=READ).get_json()["items"] == []
 
 
 def test_with_a_clouds_file_only_its_clouds_close(
@@ -204,11 +209,13 @@ def test_with_a_clouds_file_only_its_clouds_close(
     app = create_app(conf)
     try:
         named = app.test_client()
-        refused = named.post("/v1/periods/c1/2026-10/close", headers=ADMIN)
+        refused = named.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT)
         assert refused.status_code == 404
         assert "clouds file names no cloud 'c1'" in refused.get_json()["error"]["message"]
-        # c2: no history yet, but configured: its (empty) month closes
-        assert named.post("/v1/periods/c2/2026-10/close", headers=ADMIN).status_code == 200
+        # c2: configured, so known, but nothing observed it yet: not billable (409)
+        unobserved = named.post("/v1/periods/c2/2026-10/close", headers=ADMIN, json=ACCEPT)
+        assert unobserved.status_code == 409
+        assert "nothing has observed the cloud" in unobserved.get_json()["error"]["message"]
     finally:
         app.extensions[ENGINE_KEY].dispose()
 
@@ -217,7 +224,7 @@ def test_the_empty_statement_of_a_closed_period_never_changes(
     client: FlaskClient, session_factory: sessionmaker[Session]
 ) -> None:
     seed(session_factory, october())  # no price list yet: the close bills in no currency
-    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN).status_code == 200
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT).status_code == 200
     query = "/v1/statements?cloud=c1&period=2026-10&project_id=p-none"
     before = client.get(query, headers=READ).get_data()
     assert json.loads(before)["currency"] is None and json.loads(before)["lines"] == []

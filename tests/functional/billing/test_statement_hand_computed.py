@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.db.models import SizeName
-from tests.functional.billing.history import SMALL, event, seed
+from tests.functional.billing.history import ACCEPT, SMALL, event, seed
 from tests.functional.reporting.fixtures import auth
 from tests.unit.billing.test_rating import V1 as RATED_V1
 from tests.unit.billing.test_rating import V2 as RATED_V2
@@ -181,7 +181,7 @@ def test_a_month_hand_computed(client: FlaskClient,
         ("p-free", "0.00", "0.00", 0), ("p1", "6.50", "6.50", 1), ("p2", "0.72", "0.72", 0)]
 
     # the close freezes exactly these lines and totals
-    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN).status_code == 200
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT).status_code == 200
     frozen = _statement(client, "p1")
     assert frozen["status"] == "closed" and frozen["lines"] == p1["lines"]
     assert (frozen["subtotal"], frozen["total"], frozen["unrated_lines"]) == ("6.50", "6.50", 1)

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.app import create_app
 from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
-from tests.functional.billing.history import PRICES, october, seed
+from tests.functional.billing.history import ACCEPT, PRICES, october, seed
 from tests.functional.reporting import keystone_fake
 from tests.functional.reporting.fixtures import ConfFactory, auth, project_readers_app
 from tests.functional.reporting.keystone_fake import FakeKeystone
@@ -106,7 +106,7 @@ def test_summaries_are_filtered_to_the_project(billed: FlaskClient) -> None:
 
 
 def test_closed_period_summaries_are_filtered_too(billed: FlaskClient) -> None:
-    response = billed.post("/v1/periods/c1/2026-10/close", headers=ADMIN)
+    response = billed.post("/v1/periods/c1/2026-10/close", headers=ADMIN, json=ACCEPT)
     assert response.status_code == 200, response.get_json()
     assert summaries(billed, P2) == [("p2", "0.72")]
     assert summaries(billed, READ) == [("p-free", "0.00"), ("p1", "1.90"), ("p2", "0.72"),

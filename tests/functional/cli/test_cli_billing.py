@@ -83,8 +83,17 @@ def test_statement_table_json_csv(priced: Api, capsys: pytest.CaptureFixture[str
 
 
 def test_period_close_and_list(priced: Api, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _err = run(priced, capsys, "period", "close", "c1", "2026-10")
+    # c1's history begins inside October (its first notification is dated 10-02) and
+    # p3's x.odd instance has no rate: each is refused until accepted explicitly
+    code, _out, err = run(priced, capsys, "period", "close", "c1", "2026-10")
+    assert code == 1 and "409 partial_history" in err and "2026-10-02T00:00:00" in err
+    code, _out, err = run(priced, capsys, "period", "close", "c1", "2026-10",
+                          "--accept-partial-history")
+    assert code == 1 and "409 unrated_lines" in err and "1 unrated line(s)" in err
+    code, out, _err = run(priced, capsys, "period", "close", "c1", "2026-10",
+                          "--accept-partial-history", "--accept-unrated")
     assert code == 0 and table_rows(out)[1][:2] == ["2026-10", "closed"]
+    assert table_rows(out)[1][-1] == "1 unrated lines; history from 2026-10-02T00:00:00.000000Z"
     code, _out, err = run(priced, capsys, "period", "close", "c1", "2999-01")
     assert code == 1 and "409 period_not_ended" in err
     code, _out, err = run(priced, capsys, "period", "close", "c1", "2026-10", role="read")

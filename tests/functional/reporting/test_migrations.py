@@ -346,3 +346,36 @@ def test_tally_manage_errors_are_one_line(tmp_path: Path, content: str, message:
     assert result.stderr.count("\n") == 1
     missing = _manage(tmp_path / "absent.conf", "db", "current")
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+
+
+def test_0021_records_nothing_accepted_for_periods_closed_before(empty_db_url: str) -> None:
+    """A period closed before revision 0021 accepted nothing explicitly: both NULL; the
+    downgrade drops the columns and the upgrade brings them back."""
+    migrations.upgrade(empty_db_url, "0020_period_minor_units")
+    engine = sa.create_engine(empty_db_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO billing_periods (cloud, period, status, closed_at, closed_by, "
+            "cutoff_seq, currency, minor_units) "
+            "VALUES ('c1', '2026-09', 'closed', :at, 't', 0, 'EUR', 2)"),
+            {"at": dt.datetime(2026, 10, 2)})
+    engine.dispose()
+
+    def accepted() -> list[tuple[Any, ...]]:
+        engine = sa.create_engine(empty_db_url)
+        with engine.connect() as conn:
+            rows = [tuple(r) for r in conn.execute(sa.text(
+                "SELECT accepted_unrated_lines, accepted_partial_history_from "
+                "FROM billing_periods"))]
+        engine.dispose()
+        return rows
+
+    migrations.upgrade(empty_db_url, "0021_close_acceptances")
+    assert accepted() == [(None, None)]
+    migrations.downgrade(empty_db_url, "0020_period_minor_units")
+    engine = sa.create_engine(empty_db_url)
+    assert not {"accepted_unrated_lines", "accepted_partial_history_from"} & {
+        c["name"] for c in sa.inspect(engine).get_columns("billing_periods")}
+    engine.dispose()
+    migrations.upgrade(empty_db_url, "0021_close_acceptances")
+    assert accepted() == [(None, None)]

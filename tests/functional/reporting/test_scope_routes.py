@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.db.session import SESSIONMAKER_KEY
 from tests.functional.billing import history
+from tests.functional.billing.history import ACCEPT
 from tests.functional.reporting import query_fixtures
 from tests.functional.reporting.fixtures import ConfFactory, auth, project_readers_app
 from tests.functional.reporting.query_fixtures import assert_contract, at
@@ -97,7 +98,7 @@ def client(scoped_app: Flask) -> FlaskClient:
     for document in history.PRICES:
         response = client.put("/v1/price-lists/default", json=document, headers=ADMIN)
         assert response.status_code == 201, response.get_json()
-    closed = client.post("/v1/periods/c3/2026-10/close", headers=ADMIN)
+    closed = client.post("/v1/periods/c3/2026-10/close", headers=ADMIN, json=ACCEPT)
     assert closed.status_code == 200, closed.get_json()
     # c4: p2's alone, with a price list of its own.
     history.seed(factory, [
@@ -108,7 +109,7 @@ def client(scoped_app: Flask) -> FlaskClient:
     ])
     response = client.put("/v1/price-lists/c4", json=history.PRICES[0], headers=ADMIN)
     assert response.status_code == 201, response.get_json()
-    closed = client.post("/v1/periods/c4/2026-10/close", headers=ADMIN)
+    closed = client.post("/v1/periods/c4/2026-10/close", headers=ADMIN, json=ACCEPT)
     assert closed.status_code == 200, closed.get_json()
     return client
 
