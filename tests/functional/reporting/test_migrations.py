@@ -331,7 +331,9 @@ def test_tally_manage(empty_db_url: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("[database]\nconnection = nosuchdialect://x\n", "tally-manage: error: "),
+        ("[database]\nconnection = nosuchdialect://x\n",
+         "tally-manage: configuration error: [database] connection: unsupported database "
+         "dialect 'nosuchdialect'"),
         ("[database]\nconnection = postgresql+psycopg://postgres@127.0.0.1:1/x\n",
          "tally-manage: error: "),
         ("[database]\npool_size = many\n", "tally-manage: configuration error: [database] pool_size"),
