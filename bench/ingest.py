@@ -41,10 +41,7 @@ import argparse
 import datetime as dt
 import json
 import os
-import re
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -60,6 +57,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.reporting_process import running_reporting  # noqa: E402
 from bench.scratch_database import scratch_database  # noqa: E402
 from reporting.clock import utcnow  # noqa: E402
 from reporting.db import migrations  # noqa: E402
@@ -135,27 +133,8 @@ def server(url: str, workdir: Path) -> Iterator[tuple[str, str]]:
         f"[api]\nbind = 127.0.0.1:0\nworkers = 2\nauth_strategy = token\n"
         f"tokens_file = {workdir / 'tokens.yaml'}\n"
     )
-    log = workdir / "reporting.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "reporting.cmd.serve", "--config-file", str(config)],
-            stdout=sink, stderr=subprocess.STDOUT,
-        )
-    try:
-        for _ in range(600):
-            found = re.search(rb"Listening at: (http://[\d.]+:\d+)", log.read_bytes())
-            if found:
-                break
-            if process.poll() is not None:
-                raise SystemExit(f"tally-reporting exited: {log.read_text()}")
-            time.sleep(0.1)
-        else:
-            raise SystemExit("tally-reporting did not start")
-        time.sleep(1.0)  # let both workers boot
-        yield found.group(1).decode(), token
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
+    with running_reporting(config, workdir / "reporting.log") as base_url:
+        yield base_url, token
 
 
 def post_all(base_url: str, token: str, events: list[dict[str, Any]], clients: int = 2) -> float:

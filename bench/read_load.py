@@ -41,10 +41,7 @@ import contextlib
 import datetime as dt
 import itertools
 import os
-import re
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -58,6 +55,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.reporting_process import running_reporting  # noqa: E402
 from bench.scratch_database import scratch_database  # noqa: E402
 from bench.statements import CLOUD, PRICES, _load  # noqa: E402
 from reporting.billing import versions  # noqa: E402
@@ -83,26 +81,8 @@ def server(url: str, workdir: Path, **api: object) -> Iterator[tuple[str, dict[s
     config = workdir / "reporting.conf"
     config.write_text(f"[database]\nconnection = {url}\n[api]\n"
                       + "".join(f"{key} = {value}\n" for key, value in settings.items()))
-    log = workdir / "reporting.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "reporting.cmd.serve", "--config-file", str(config)],
-            stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        for _ in range(600):
-            found = re.search(rb"Listening at: (http://[\d.]+:\d+)", log.read_bytes())
-            if found:
-                break
-            if process.poll() is not None:
-                raise SystemExit(f"tally-reporting exited: {log.read_text()}")
-            time.sleep(0.1)
-        else:
-            raise SystemExit("tally-reporting did not start")
-        time.sleep(1.0)  # let both workers boot
-        yield found.group(1).decode(), tokens
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=120)
+    with running_reporting(config, workdir / "reporting.log", stop_timeout_s=120) as base_url:
+        yield base_url, tokens
 
 
 def one_event() -> dict[str, Any]:
