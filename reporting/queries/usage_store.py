@@ -112,8 +112,12 @@ def usage_page(
         if row.size_text not in sizes:
             sizes[row.size_text] = json.loads(row.size_text) if row.size_text else None
         micros = int(row.seconds) * 1_000_000 + int(row.micros)
-        if micros > 0:
-            groups[tuple(row[:width])].add_length(
+        group = groups.get(tuple(row[:width]))
+        # On PostgreSQL each statement sees what was committed when it started: a
+        # resource ingested after the groups were read can show here.  The page answers
+        # the groups its first statement saw; the new one is in a later listing.
+        if group is not None and micros > 0:
+            group.add_length(
                 row.state, sizes[row.size_text], dt.timedelta(microseconds=micros)
             )
     return list(groups.values()), counts, more
