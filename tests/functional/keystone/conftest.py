@@ -8,7 +8,9 @@ keystone-mode tally-reporting in front of it, with Tally's accounts bootstrapped
   roles count in system-scoped tokens only); ``tally-nobody`` (``member`` on
   ``service``) a service user without a Tally role;
 - ``alice`` (``member`` of ``alpha``), ``bob`` (``member`` of ``beta``);
-- the catalog entry ``usage-history`` pointing at the API.
+- the catalog entry ``usage-history`` pointing at the API;
+- a small simulated cloud, ``ks-sim`` in the API's clouds file, for tally-sync to
+  reconcile through keystone (its own OpenStack APIs are the simulated cloud's).
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+import yaml
 
+from simcloud.config import WorldConfig
+from simcloud.server import SimCloudServer
 from tests.conftest import sqlite_copy
 from tests.functional.keystone.server import Admin, KeystoneServer, running_keystone, token
 from tests.unit.reporting.fixtures import RunningServer, start_server, write_config
@@ -29,6 +34,8 @@ from tests.unit.reporting.fixtures import RunningServer, start_server, write_con
 ROLE_MAP = ("admin:admin,member:project_reader,reader:project_reader,"
             "tally_ingest:ingest,tally_admin:admin")
 PASSWORD = "secret-" + uuid.uuid4().hex[:8]
+SIM_CLOUD = "ks-sim"
+COLLECTED_CLOUDS = ("ks", "ks-collector")
 
 
 @dataclass
@@ -42,6 +49,7 @@ class Deployment:
     early_token: tuple[str, float] = ("", 0.0)
     users: dict[str, str] = field(default_factory=dict)  # name: id
     password: str = PASSWORD
+    world: SimCloudServer | None = None
 
     def service_credentials(self, user: str, project: str | None = None) -> str:
         """A ``[service_credentials]`` section logging in as ``user``, with system scope
@@ -85,8 +93,20 @@ def deployment(tmp_path_factory: pytest.TempPathFactory,
         admin.user("bob", PASSWORD, projects["beta"], roles["member"])
         early = (token(keystone, "alice", PASSWORD, project="alpha"), time.monotonic())
         db_url = sqlite_copy(sqlite_migrated_template, workdir / "tally.sqlite")
+        world = SimCloudServer(WorldConfig(seed=23, scale=5))
+        world.start()
+        clouds_yaml = world.write_clouds_yaml(workdir / "clouds.yaml")
+        clouds_file = workdir / "tally-clouds.yaml"
+        # The API refuses events of a cloud its clouds file does not name: the clouds
+        # the tests post to (collected, not reconciled) and the one tally-sync runs.
+        clouds_file.write_text(yaml.safe_dump({"clouds": [
+            {"name": name, "platform": "openstack", "adapter": "openstack"}
+            for name in COLLECTED_CLOUDS] + [{
+            "name": SIM_CLOUD, "platform": "openstack", "adapter": "openstack",
+            "adapter_config": {"os_cloud": "sim-admin"}}]}))
         config = write_config(
             workdir / "reporting.conf", db_url, "",
+            sync={"clouds_file": str(clouds_file)},
             api={"auth_strategy": "keystone", "tokens_file": "", "keystone_role_map": ROLE_MAP},
             keystone_authtoken={
                 "auth_type": "password", "auth_url": keystone.auth_url,
@@ -96,9 +116,14 @@ def deployment(tmp_path_factory: pytest.TempPathFactory,
                 "service_type": "usage-history", "interface": "public",
                 "token_cache_time": -1,  # a revocation shows at once
             })
-        api = start_server(config, workdir / "reporting.log")
         try:
-            admin.service_endpoint("usage-history", api.base_url)
-            yield Deployment(keystone, admin, api, db_url, projects, early, {"alice": alice})
+            api = start_server(config, workdir / "reporting.log",
+                               env={"OS_CLIENT_CONFIG_FILE": str(clouds_yaml)})
+            try:
+                admin.service_endpoint("usage-history", api.base_url)
+                yield Deployment(keystone, admin, api, db_url, projects, early,
+                                 {"alice": alice}, world=world)
+            finally:
+                api.stop()
         finally:
-            api.stop()
+            world.stop()

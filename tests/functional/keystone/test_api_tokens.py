@@ -21,7 +21,7 @@ import yaml
 from reporting.cli.main import main as tally_main
 from tests.functional.collector.harness import wait_until
 from tests.functional.keystone.conftest import Deployment
-from tests.functional.keystone.server import ADMIN_PASSWORD, TOKEN_EXPIRATION_S, token
+from tests.functional.keystone.server import ADMIN_PASSWORD, TOKEN_EXPIRATION_S, Admin, token
 
 OPENSTACK = str(Path(sys.executable).parent / "openstack")
 
@@ -124,3 +124,51 @@ def test_tally_os_cloud_and_the_openstack_plugin(seeded: Deployment, tmp_path: P
                           env={**os.environ, "OS_CLIENT_CONFIG_FILE": str(clouds)},
                           capture_output=True, text=True, timeout=300)
     assert (done.returncode, done.stdout.split()) == (0, ["vm-alpha"]), done.stderr
+
+
+def _grant(admin: Admin, target: str, user: str, role: str) -> None:
+    """PUT a role assignment (``target``: ``projects/ID``, ``domains/ID``, ``system``)."""
+    admin.call("PUT", f"/{target}/users/{user}/roles/{role}", expect=204)
+
+
+def _login(deployment: Deployment, user: str, scope: dict[str, Any] | None) -> str:
+    body: dict[str, Any] = {"auth": {"identity": {"methods": ["password"], "password": {
+        "user": {"name": user, "domain": {"id": "default"}, "password": deployment.password}}}}}
+    if scope is not None:
+        body["auth"]["scope"] = scope
+    response = requests.post(f"{deployment.keystone.auth_url}/auth/tokens", json=body,
+                             timeout=60)
+    assert response.status_code == 201, response.text
+    return response.headers["X-Subject-Token"]
+
+
+def test_cloud_wide_roles_follow_the_tokens_scope(seeded: Deployment) -> None:
+    """keystone's admin role held on a tenant's project or a customer's domain is no
+    Tally admin: only a system-scoped token is (docs/reporting-api.md)."""
+    admin = Admin(seeded.keystone)  # a fresh token: the session's first has expired
+    roles = {r["name"]: r["id"] for r in admin.call("GET", "/roles", expect=200)["roles"]}
+    name = f"carol-{uuid.uuid4().hex[:6]}"
+    carol = admin.user(name, seeded.password, seeded.projects["alpha"])
+    _grant(admin, f"projects/{seeded.projects['alpha']}", carol, roles["admin"])
+    _grant(admin, "domains/default", carol, roles["admin"])
+    project_admin = _login(seeded, name, {"project": {"id": seeded.projects["alpha"]}})
+    listed = _get(seeded, "/v1/resources", project_admin, cloud="ks")
+    assert [item["resource_id"] for item in listed.json()["items"]] == ["vm-alpha"]
+    assert _get(seeded, "/v1/clouds", project_admin).status_code == 403
+    replay = requests.post(f"{seeded.api.base_url}/v1/rejected-events/replay", timeout=60,
+                           headers={"X-Auth-Token": project_admin})
+    assert replay.status_code == 403, replay.text
+    domain_admin = _login(seeded, name, {"domain": {"id": "default"}})
+    assert _get(seeded, "/v1/resources", domain_admin, cloud="ks").status_code == 403
+    # Asked for no scope, keystone scopes the token to the user's default project
+    # (alpha here), where the admin role again reads that project only.
+    default = _login(seeded, name, None)
+    listed = _get(seeded, "/v1/resources", default, cloud="ks")
+    assert [item["resource_id"] for item in listed.json()["items"]] == ["vm-alpha"]
+    # The same user with admin on the system: every project.
+    _grant(admin, "system", carol, roles["admin"])
+    system_admin = _login(seeded, name, {"system": {"all": True}})
+    listed = _get(seeded, "/v1/resources", system_admin, cloud="ks")
+    assert sorted(item["resource_id"] for item in listed.json()["items"]) == [
+        "vm-alpha", "vm-beta"]
+    assert _get(seeded, "/v1/clouds", system_admin).status_code == 200

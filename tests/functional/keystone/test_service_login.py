@@ -5,6 +5,7 @@ admin-role account; a revoked token is replaced after the API's 401."""
 
 from __future__ import annotations
 
+import datetime as dt
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ import pytest
 import requests
 from oslo_config import cfg
 
+from mapping.event import format_timestamp
 from tally_common import service_auth
 from tally_common.service_auth import ServiceSettings, api_client
 from tests.functional.collector.harness import (
@@ -24,7 +26,7 @@ from tests.functional.collector.harness import (
     wait_until,
     wire_message,
 )
-from tests.functional.keystone.conftest import Deployment
+from tests.functional.keystone.conftest import SIM_CLOUD, Deployment
 from tests.functional.keystone.server import TOKEN_EXPIRATION_S, token
 
 BIN = Path(sys.executable).parent
@@ -52,7 +54,8 @@ def test_the_collector_delivers_through_its_service_user_across_expiry_and_resta
     deployment: Deployment, rabbit_url: str, tmp_path: Path
 ) -> None:
     uid = uuid.uuid4().hex[:10]
-    cloud, topic, pool = f"os-ks-{uid}", f"notifications-{uid}", f"tally-ks-{uid}"
+    # A cloud the API's clouds file names (tests/functional/keystone/conftest.py).
+    cloud, topic, pool = "ks-collector", f"notifications-{uid}", f"tally-ks-{uid}"
     config = tmp_path / "collector.conf"
     # No reporting_url: the API is found in keystone's catalog (usage-history).
     config.write_text(
@@ -116,6 +119,21 @@ def test_tally_sync_logs_in_and_finds_the_api_in_the_catalog(
     # A user with no Tally role (member of the service project, logged in there).
     code, *lines = _sync(tmp_path, deployment, "tally-nobody", "nowhere", project="service")
     assert code == "1" and lines[1].startswith("nowhere: HTTP 403"), lines
+
+
+def test_tally_sync_reconciles_a_cloud_through_keystone(deployment: Deployment,
+                                                        tmp_path: Path) -> None:
+    """A keystone-only deployment: tally-sync logs in as its service user, finds the API
+    in the catalog and the API runs the sync (the cloud's own APIs are simulated)."""
+    assert deployment.world is not None
+    at = deployment.world.world.config.start + dt.timedelta(hours=2)
+    deployment.world.world.advance_to(at)
+    code, *lines = _sync(tmp_path, deployment, "tally-sync", SIM_CLOUD,
+                         "--at", format_timestamp(at))
+    assert code == "0", lines
+    assert lines[1].startswith(f"{SIM_CLOUD}: run ") and " completed: created " in lines[1], lines
+    created = int(lines[1].split(" completed: created ")[1].split()[0])
+    assert created > 0 and len(deployment.event_ids(SIM_CLOUD)) >= created
 
 
 def test_a_wrong_password_is_one_line_naming_keystone(deployment: Deployment,

@@ -138,6 +138,11 @@ def test_a_statement_over_the_timeout_is_a_json_503_and_the_worker_goes_on(
         tmp_path: Path) -> None:
     server = short_timeout_server
     upstream = urlsplit(server.base_url).netloc
+    # One notification observes the cloud from the month's start, so the month is
+    # billable (an unobserved cloud's statement is 409 before_history).
+    posted = requests.post(f"{server.base_url}/v1/events", json={"events": [event()]},
+                           headers=auth("ingest"), timeout=HANG_GUARD_S)
+    assert posted.status_code == 200, posted.text
     with running_nginx(tmp_path / "nginx", upstream) as proxy:
         with locked(pg_migrated_database, "billing_periods", "resource_intervals"):
             for path in (STATEMENTS, USAGE):
