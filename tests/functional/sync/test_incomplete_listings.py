@@ -47,18 +47,22 @@ def instance_rows_alive(syncer: Syncer, at: dt.datetime, ids: set[str]) -> bool:
     return all(rows[("instance", rid)].live for rid in ids if ("instance", rid) in rows)
 
 
+def down_cell_instances(syncer: Syncer, at: dt.datetime) -> set[str]:
+    """Put 30 % of the servers in a down cell; the live instances at ``at`` it hides."""
+    faults = syncer.world.world.faults
+    faults.down_cell_fraction = 0.3
+    return {r["resource_id"] for r in syncer.truth(at, live=True, resource_type="instance")
+            if faults.in_down_cell(r["resource_id"])}
+
 def test_down_cell_with_an_unreadable_version_document_deletes_no_instance(syncer: Syncer):
     syncer.advance(T1)
     syncer.sync_ok(T1)
-    faults = syncer.world.world.faults
-    faults.down_cell_fraction = 0.3
-    faults.nova_version_document = 401
+    hidden = down_cell_instances(syncer, T2)
+    syncer.world.world.faults.nova_version_document = 401
     # The run process keeps the T1 run's session, nova's version read then included
     # (reporting.openstack.kept_session); a changed entry makes the next run read the
     # document again, as a new run process would.
     change_entry(Path(os.environ["OS_CLIENT_CONFIG_FILE"]), "sim-admin")
-    hidden = {r["resource_id"] for r in syncer.truth(T2, live=True, resource_type="instance")
-              if faults.in_down_cell(r["resource_id"])}
     assert hidden
     syncer.advance(T2)
     run = failed_run(syncer, syncer.sync(T2))
@@ -80,11 +84,7 @@ def test_the_seeds_read_only_credential_with_a_down_cell_deletes_no_instance(
     try:
         syncer.advance(T1)
         reader.sync_ok(T1)
-        faults = syncer.world.world.faults
-        faults.down_cell_fraction = 0.3
-        hidden = {r["resource_id"] for r in syncer.truth(T2, live=True,
-                                                         resource_type="instance")
-                  if faults.in_down_cell(r["resource_id"])}
+        hidden = down_cell_instances(syncer, T2)
         syncer.advance(T2)
         run = reader.sync_ok(T2)
         assert run["stats"]["enumerated_types"] == TYPES
@@ -117,11 +117,7 @@ def test_access_rules_naming_only_listings_delete_no_instance(
     try:
         syncer.advance(T1)
         syncer.sync_ok(T1)
-        faults = syncer.world.world.faults
-        faults.down_cell_fraction = 0.3
-        hidden = {r["resource_id"] for r in syncer.truth(T2, live=True,
-                                                         resource_type="instance")
-                  if faults.in_down_cell(r["resource_id"])}
+        hidden = down_cell_instances(syncer, T2)
         syncer.advance(T2)
         run = failed_run(reader, reader.sync(T2))
         assert run.stats["errors"] == [
