@@ -193,6 +193,8 @@ class SyncRun(Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     cloud: Mapped[str] = mapped_column(String(255))
     status: Mapped[str] = mapped_column(String(16))  # running, completed, failed
+    # full (every resource listed, absence pass) or incremental (changes only).
+    kind: Mapped[str] = mapped_column(String(16), server_default="full")
     started_at: Mapped[dt.datetime] = mapped_column(DateTime())
     completed_at: Mapped[dt.datetime | None] = mapped_column(DateTime())
     stats: Mapped[dict[str, Any]] = mapped_column(JSON)
