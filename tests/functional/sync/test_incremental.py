@@ -29,7 +29,7 @@ from tests.functional.sync.conftest import (
     naive,
     write_clouds_file,
 )
-from tests.functional.sync.test_rules import SETTLE, assert_rows_match, settled_truth
+from tests.functional.sync.test_rules import assert_rows_match, settled_truth
 
 DAY = dt.timedelta(days=1)
 T1 = START + dt.timedelta(hours=6)
