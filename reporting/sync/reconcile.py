@@ -97,7 +97,8 @@ def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: Cloud
     if not stats["errors"]:
         seen = [(o.resource_type, o.resource_id) for o in observation.resources]
         store.record_sightings(factory, entry.name, seen, at, full_bound,
-                               exhaustive=observation.enumerated_types)
+                               exhaustive=observation.enumerated_types,
+                               partial=bool(observation.changed_types))
 
 
 def _incremental_since(conf: cfg.ConfigOpts, factory: sessionmaker[Session], cloud: str,

@@ -136,6 +136,7 @@ def volumes_detail(project_id: str | None = None) -> Response:
     if page is None:
         return _bad(f"marker [{args.get('marker')}] not found", 404)
     items, _ = page
+    common.page_latency("block-storage", len(items))
     base = common.base_url()
     body: dict[str, Any] = {"volumes": [_volume_view(r, now, version, base) for r in items]}
     if items and len(items) == page_size:

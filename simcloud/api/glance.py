@@ -104,6 +104,7 @@ def images() -> Response:
     if page is None:
         return _bad(f"marker {args.get('marker')} could not be found.")
     items, _ = page
+    common.page_latency("image", len(items))
     body: dict[str, Any] = {"images": [_image_view(r, now) for r in items],
                             "schema": "/v2/schemas/images", "first": "/v2/images"}
     if items and len(items) == page_size:

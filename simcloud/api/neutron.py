@@ -89,6 +89,7 @@ def floatingips() -> Response:
     if page is None:
         return _bad(f"Marker {args.get('marker')} could not be found.", 404, "MarkerNotFound")
     items, _ = page
+    common.page_latency("network", len(items))
     body: dict[str, Any] = {"floatingips": [floating_ip_view(r, r.phase_at(now), now)
                                             for r in items]}
     if limit:

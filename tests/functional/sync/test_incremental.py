@@ -119,8 +119,17 @@ def test_between_full_runs_a_run_books_what_changed_and_deletes_nothing_absent(
     assert full["stats"]["enumerated_types"] == [
         "floating_ip", "image", "instance", "loadbalancer", "volume"]
     rows = syncer.rows()
+    deletes = {e.resource_id: e for e in syncer.events(event_type="sync.delete")}
     for record in _gone_since(syncer, T1, T3):
         assert not rows[(record["resource_type"], record["resource_id"])].live, record
+        if record["resource_type"] not in ("instance", "loadbalancer") and \
+                naive(record["deleted_at"]) <= T2.replace(tzinfo=None):
+            # Deleted before the incremental run, which did not list it: last seen
+            # alive by the full run before, the last that listed everything.
+            provider = deletes[record["resource_id"]].payload["provider"]
+            assert provider["dated_by"] == "poll" and provider["polled_at"] == \
+                "2026-11-02T06:00:00.000000Z", provider
+            assert provider["last_seen_alive"] == "2026-11-01T06:00:00.000000Z", provider
     assert_rows_match(syncer, _booked_truth(syncer, T3))
     kinds_listed = syncer.client.get("/v1/sync-runs?cloud=sim",
                                      headers={"Authorization": "Bearer tok-read"}).get_json()
