@@ -1,4 +1,4 @@
-"""Benchmark: one full sync of a 100,000-live-resource cloud vs merely listing it.
+"""Benchmark: full and incremental syncs of a large cloud vs merely listing it.
 
 In one run, against one simulated cloud (``tally-simcloud``, in this process, on a
 loopback port) and a fresh PostgreSQL database:
@@ -9,12 +9,23 @@ loopback port) and a fresh PostgreSQL database:
 2. the first sync of the cloud (it books every resource: a one-off);
 3. a full steady-state sync (``POST /internal/sync/{cloud}``): authentication, the
    admin probe, every listing, nova's deleted servers, the volume types, the diff
-   against a projection of the same size, the sightings and the bookkeeping.
+   against a projection of the same size, the sightings and the bookkeeping;
+4. incremental (``[sync] full_listing_interval_s``): the clock moves on by an
+   interval in which ``--churn`` of the cloud changes (creates, deletes, operations:
+   the shape production gives it, changes spread over every type and project), then
+   the baseline lists only the changes with the filters an incremental run sends
+   (nova changes-since and its deleted listing, cinder created_at/updated_at at 3.60,
+   neutron changed_since, glance updated_at, load balancers whole), and an
+   incremental sync runs against a projection of the whole cloud.
 
-It prints the times and the ratio sync / listing (target: <= 1.5; the run must also
-stay far inside the 45 s budget).  Usage, from the checkout:
+``--page-latency SERVICE=MS+MS_PER_ITEM`` gives the simulated services what a page
+costs a real one (docs/simcloud.md, "Page latency"), the baselines and the syncs
+alike.  It prints the times and the ratios sync / listing (targets: full <= 1.5,
+incremental <= 1.5 against listing the changes alone; the runs must also stay far
+inside the 45 s budget).  Usage, from the checkout:
 
-    python bench/sync.py [--scale 100000] [--rounds 3]
+    python bench/sync.py [--scale 100000] [--rounds 3] [--churn 0.005]
+                         [--page-latency compute=40+0.8 ...]
 
 Needs the PostgreSQL named by TALLY_TEST_PG_URL (loopback default); creates and drops
 its own database.
@@ -80,10 +91,72 @@ def _list_everything(clouds_yaml: Path) -> int:
     return total
 
 
+def _list_changes(clouds_yaml: Path, since: dt.datetime, deleted_since: dt.datetime) -> int:
+    """Baseline of an incremental run: the same filtered listings, items discarded."""
+    import openstack.config
+    from keystoneauth1.adapter import Adapter
+
+    from mapping.event import format_timestamp
+
+    config = openstack.config.OpenStackConfig(config_files=[str(clouds_yaml)],
+                                              load_envvars=False)
+    region = config.get_one("sim-admin")
+    session = region.get_session()
+
+    def adapter(service_type: str) -> Adapter:
+        return Adapter(session, service_type=service_type,
+                       interface=region.get_interface(service_type),
+                       region_name=region.get_region_name(service_type))
+
+    def walk(client: Adapter, path: str, key: str, params: dict[str, Any],
+             headers: dict[str, str] | None = None) -> int:
+        count, marker = 0, None
+        while True:
+            query = {**params, "limit": 1000, **({"marker": marker} if marker else {})}
+            body = client.get(path, params=query, headers=headers).json()
+            items = body[key]
+            count += len(items)
+            if len(items) < 1000:
+                return count
+            marker = items[-1]["id"]
+
+    seconds = since.strftime("%Y-%m-%dT%H:%M:%SZ")
+    nova = adapter("compute")
+    v269 = {"OpenStack-API-Version": "compute 2.69"}
+    total = walk(nova, "servers/detail", "servers",
+                 {"all_tenants": 1, "changes-since": format_timestamp(since)}, v269)
+    total += walk(nova, "servers/detail", "servers",
+                  {"all_tenants": 1, "deleted": "true",
+                   "changes-since": format_timestamp(deleted_since)}, v269)
+    cinder = adapter("block-storage")
+    v360 = {"OpenStack-API-Version": "volume 3.60"}
+    for field in ("created_at", "updated_at"):
+        total += walk(cinder, "volumes/detail", "volumes",
+                      {"all_tenants": 1, field: f"gte:{seconds}"}, v360)
+    total += walk(adapter("network"), "v2.0/floatingips", "floatingips",
+                  {"changed_since": seconds})
+    glance = adapter("image")
+    for hidden in ({}, {"os_hidden": "true"}):
+        total += walk(glance, "v2/images", "images",
+                      {"visibility": "all", "updated_at": f"gte:{seconds}", **hidden})
+    total += walk(adapter("load-balancer"), "v2/lbaas/loadbalancers", "loadbalancers", {})
+    return total
+
+
+def _page_latency(text: str) -> tuple[str, tuple[float, float]]:
+    from simcloud import cmd
+
+    return cmd._page_latency(text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--churn", type=float, default=0.005,
+                        help="fraction of the cloud changing per incremental interval")
+    parser.add_argument("--page-latency", type=_page_latency, action="append", default=[],
+                        metavar="SERVICE=MS+MS_PER_ITEM")
     args = parser.parse_args()
 
     import yaml
@@ -102,7 +175,8 @@ def main() -> int:
     db_url = scratch.enter_context(scratch_database(admin_url, "tally_bench_sync"))
     workdir = Path(tempfile.mkdtemp(prefix="tally-bench-sync-"))
     began = time.perf_counter()
-    world = SimCloudServer(WorldConfig(seed=42, scale=args.scale))
+    config = WorldConfig(seed=42, scale=args.scale, page_latencies=dict(args.page_latency))
+    world = SimCloudServer(config)
     world.start()
     print(f"world: {args.scale} live resources generated in "
           f"{time.perf_counter() - began:.1f} s")
@@ -123,12 +197,22 @@ def main() -> int:
         conf.set_override("budget_s", 600, group="sync")  # measured, not limited
         app = create_app(conf)
         client = app.test_client()
+        # The incremental runs': full ones far apart, a full one already done.
+        incremental_conf = cfg.ConfigOpts()
+        opts.register_opts(incremental_conf)
+        incremental_conf([], project="tally", default_config_files=[], default_config_dirs=[])
+        for group, name in (("database", "connection"), ("api", "auth_strategy"),
+                            ("sync", "clouds_file"), ("sync", "budget_s")):
+            incremental_conf.set_override(name, conf[group][name], group=group)
+        incremental_conf.set_override("full_listing_interval_s", 10 * 365 * 86400.0,
+                                      group="sync")
+        incremental_app = create_app(incremental_conf)
         at = world.world.clock + dt.timedelta(hours=1)
         world.world.advance_to(at)
 
-        def sync(moment: dt.datetime) -> tuple[float, dict[str, Any]]:
+        def sync(moment: dt.datetime, via: Any = client) -> tuple[float, dict[str, Any]]:
             started = time.perf_counter()
-            response = client.post(f"/internal/sync/bench?at={format_timestamp(moment)}")
+            response = via.post(f"/internal/sync/bench?at={format_timestamp(moment)}")
             elapsed = time.perf_counter() - started
             assert response.status_code == 200, response.get_json()
             return elapsed, response.get_json()["stats"]
@@ -151,7 +235,41 @@ def main() -> int:
         print(f"median listing through keystoneauth: {listing:.2f} s")
         print(f"median full sync:                    {full:.2f} s (budget 45 s)")
         print(f"ratio sync / listing: {full / listing:.2f} (target <= 1.5)")
+
+        # Incremental: an interval in which --churn of the cloud changes.
+        rate = 2 * config.daily_turnover + config.daily_operations  # changes/resource/day
+        interval = dt.timedelta(days=args.churn / rate)
+        settle = dt.timedelta(seconds=float(conf.sync.settle_s))
+        incremental_client = incremental_app.test_client()
+        last = moment
+        change_listings, incrementals = [], []
+        for round_no in range(args.rounds):
+            now = last + interval
+            world.world.advance_to(now)
+            changed = sum(1 for r in world.world.truth(now)
+                          if r["updated_at"] > format_timestamp(last)
+                          or (r["deleted_at"] or "") > format_timestamp(last))
+            started = time.perf_counter()
+            listed = _list_changes(clouds_yaml, last - settle, last - settle)
+            change_listings.append(time.perf_counter() - started)
+            elapsed, stats = sync(now, incremental_client)
+            assert stats["kind"] == "incremental", stats
+            incrementals.append(elapsed)
+            print(f"incremental round {round_no + 1}: {interval.total_seconds() / 60:.0f} "
+                  f"virtual min, {changed} of {args.scale} resources changed "
+                  f"({changed / args.scale:.2%}); listing the changes ({listed} items) "
+                  f"{change_listings[-1]:.2f} s, incremental sync {elapsed:.2f} s "
+                  f"(created {stats['created']}, updated {stats['updated']}, "
+                  f"deleted {stats['deleted']}, deferred {stats['deferred']})")
+            last = now
+        changes, incremental = statistics.median(change_listings), statistics.median(incrementals)
+        print(f"median listing of the changes:       {changes:.2f} s")
+        print(f"median incremental sync:             {incremental:.2f} s")
+        print(f"ratio incremental sync / listing the changes: {incremental / changes:.2f} "
+              "(target <= 1.5)")
+        print(f"incremental sync / full listing:     {incremental / listing:.3f}")
         app.extensions[ENGINE_KEY].dispose()
+        incremental_app.extensions[ENGINE_KEY].dispose()
     finally:
         world.stop()
         scratch.close()

@@ -21,6 +21,7 @@ from reporting.api import (
     price_lists,
     read_limits,
     rejected,
+    replica_reads,
     request_metrics,
     resource_types,
     resources,
@@ -43,6 +44,7 @@ def create_app(conf: cfg.ConfigOpts) -> Flask:
     app.json.sort_keys = False  # type: ignore[attr-defined]
     engine = db_engine.engine_from_conf(conf)
     db_session.init_app(app, engine, db_engine.make_sessionmaker(engine))
+    replica_reads.init_app(app, conf)  # [database] slave_connection, when set
     errors.init_app(app)
     auth.init_app(app, conf)
     read_limits.init_app(app, conf)

@@ -10,13 +10,14 @@ from oslo_config import cfg
 
 from reporting import future
 from reporting.api import auth, events, keystone_auth, read_limits
-from reporting.db import engine
+from reporting.db import engine, replica
 from reporting.serve_options import serve_opts
 from reporting.sync import options as sync_options
 from tally_common import service_auth
 
 _GROUPS: list[tuple[str, list[cfg.Opt]]] = [
     ("database", engine.database_opts),
+    ("database", replica.replica_opts),
     ("api", auth.api_auth_opts),
     ("api", events.api_body_opts),
     ("ingest", events.ingest_opts),

@@ -6,6 +6,7 @@
                           --reorder]
                          [--tally-url URL --token-ttl S]
                          [--page-cap SERVICE=N ... --nova-max-microversion X.Y]
+                         [--page-latency SERVICE=MS+MS_PER_ITEM ...]
     tally-simcloud drive --sim-url URL [--reporting-url URL --cloud NAME --token-file F]
                          [--step-s 600 --until T]
 """
@@ -53,6 +54,20 @@ def _page_cap(text: str) -> tuple[str, int]:
     if not sep or not number.strip().isdigit() or int(number) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not SERVICE=N (N >= 1)")
     return service.strip(), int(number)
+
+
+def _page_latency(text: str) -> tuple[str, tuple[float, float]]:
+    """``SERVICE=MS+MS_PER_ITEM``: what a page costs, in milliseconds."""
+    service, sep, cost = text.partition("=")
+    per_page, plus, per_item = cost.partition("+")
+    try:
+        figures = (float(per_page) / 1000, float(per_item) / 1000 if plus else 0.0)
+    except ValueError:
+        figures = (-1.0, -1.0)
+    if not sep or not service.strip() or min(figures) < 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not SERVICE=MS+MS_PER_ITEM (e.g. compute=40+0.8)")
+    return service.strip(), figures
 
 
 def _instant(text: str) -> dt.datetime:
@@ -111,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "linking the capped page as the real service does (nova max_limit, "
                        "cinder osapi_max_limit, glance api_limit_max, neutron and octavia "
                        "pagination_max_limit); repeat per service")
+    serve.add_argument("--page-latency", type=_page_latency, action="append", default=[],
+                       metavar="SERVICE=MS+MS_PER_ITEM",
+                       help="what a page of SERVICE's listing costs: MS per page plus "
+                       "MS_PER_ITEM per item on it (docs/simcloud.md, 'Page latency'); "
+                       "repeat per service; unset, nothing is added")
     serve.add_argument("--nova-max-microversion", default=WorldConfig.nova_max_microversion,
                        metavar="X.Y",
                        help="nova's highest microversion (default 2.100; e.g. 2.38 for a "
@@ -212,6 +232,7 @@ def world_config(args: argparse.Namespace) -> WorldConfig:
                        hidden_image_fraction=args.hidden_images,
                        ownerless_image_fraction=args.ownerless_images,
                        page_caps=dict(args.page_cap),
+                       page_latencies=dict(args.page_latency),
                        nova_max_microversion=args.nova_max_microversion,
                        absent_services=frozenset(args.without_services))
 

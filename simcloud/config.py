@@ -84,6 +84,10 @@ class WorldConfig:
     # items): nova [api] max_limit, cinder osapi_max_limit, glance api_limit_max,
     # neutron and octavia pagination_max_limit.  Unset: 1000 each (neutron: none).
     page_caps: dict[str, int] = dataclasses.field(default_factory=dict)
+    # What a page of a listing costs each API (catalog type -> (seconds per page,
+    # seconds per item on it)): the time a real service spends answering, which the
+    # simulated one otherwise does not.  Unset: nothing added.
+    page_latencies: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
     # The highest microversion nova's version document names and nova accepts
     # ("2.38": a nova before Pike, without embedded flavors or down-cell records).
     nova_max_microversion: str = "2.100"
@@ -123,6 +127,14 @@ class WorldConfig:
             if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
                 raise ConfigError(f"page_caps: {service} must be a whole number >= 1, "
                                   f"got {cap!r}")
+        unknown_latencies = set(self.page_latencies) - set(API_SERVICE_TYPES)
+        if unknown_latencies:
+            raise ConfigError(f"page_latencies: unknown APIs {sorted(unknown_latencies)}; "
+                              f"one of {', '.join(API_SERVICE_TYPES)}")
+        for service, (per_page, per_item) in self.page_latencies.items():
+            if per_page < 0 or per_item < 0:
+                raise ConfigError(f"page_latencies: {service} must cost >= 0 s, got "
+                                  f"{per_page!r} per page and {per_item!r} per item")
         parse_microversion(self.nova_max_microversion)
         absent = set(self.absent_services)
         if absent - set(API_SERVICE_TYPES) or "compute" in absent:
@@ -134,6 +146,11 @@ class WorldConfig:
                               f"one of {', '.join(STOCK_EXCHANGES)}")
         if self.transport is not None and self.transport_url is not None:
             raise ConfigError("give transport or transport_url, not both")
+
+    def page_latency(self, service: str, items: int) -> float:
+        """Seconds a page of ``items`` costs ``service`` (0 without a latency model)."""
+        per_page, per_item = self.page_latencies.get(service, (0.0, 0.0))
+        return per_page + per_item * items
 
     def page_cap(self, service: str, default: int | None = DEFAULT_PAGE_CAP) -> int | None:
         """The most items ``service`` answers on a page; None for no cap."""

@@ -152,6 +152,11 @@ _SYNC_RUN = {
         "id": {"type": "string"},
         "cloud": {"type": "string"},
         "status": {"enum": ["running", "completed", "failed"]},
+        "kind": {"enum": ["full", "incremental"],
+                 "description": "full: every resource listed, the absence pass run; "
+                 "incremental: only what changed since the last completed run "
+                 "([sync] full_listing_interval_s). Listed runs carry it; the answer of "
+                 "POST /internal/sync carries it in stats."},
         "started_at": INSTANT,
         "completed_at": NULLABLE_INSTANT,
         "stats": {
@@ -159,7 +164,9 @@ _SYNC_RUN = {
             "description": "created (restated: those of them also restated at the "
             "poll), updated, deleted, deferred (by reason), errors, error_count, "
             "enumerated_types, deletion_window ({since, clamped, deleted_at_poll}: the "
-            "instance deletes dated at the poll because the window was clamped).",
+            "instance deletes dated at the poll because the window was clamped), kind, "
+            "changed_since and changed_types (an incremental run's lower bound and the "
+            "types it listed by change).",
         },
     },
 }

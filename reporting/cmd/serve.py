@@ -105,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             problem = timeout_problem(conf)
             if problem is not None:
                 raise ConfigError(problem)
+            from reporting.api.replica_reads import replica_engine
             from reporting.app import create_app
             from reporting.db.session import ENGINE_KEY
 
@@ -113,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_settings(conf, PROG, only=("keystone_authtoken",))
             # Workers open their own connections after the fork.
             flask_app.extensions[ENGINE_KEY].dispose()
+            replica = replica_engine(flask_app)
+            if replica is not None:
+                replica.dispose()
         except ConfigError as exc:
             print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
             return 2
@@ -120,6 +124,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: configuration error: {one_line(exc)}", file=sys.stderr)
             return 2
         LOG.info("database: %s", database)
+        if conf.database.slave_connection:
+            from tally_common.config_check import redact_url
+
+            LOG.info("read replica: %s (answers GET requests once it has replayed the "
+                     "caller's own last write)", redact_url(conf.database.slave_connection))
         LOG.info("clouds file: %s", conf.sync.clouds_file or "(none: every sync answers 404)")
         if conf.sync.clouds_file:  # the adapter's credentials, read again at every run
             from reporting.openstack.credentials import describe_search

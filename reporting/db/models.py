@@ -193,6 +193,8 @@ class SyncRun(Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     cloud: Mapped[str] = mapped_column(String(255))
     status: Mapped[str] = mapped_column(String(16))  # running, completed, failed
+    # full (every resource listed, absence pass) or incremental (changes only).
+    kind: Mapped[str] = mapped_column(String(16), server_default="full")
     started_at: Mapped[dt.datetime] = mapped_column(DateTime())
     completed_at: Mapped[dt.datetime | None] = mapped_column(DateTime())
     stats: Mapped[dict[str, Any]] = mapped_column(JSON)
@@ -227,3 +229,16 @@ class SyncSighting(Base):
     resource_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     first_seen_at: Mapped[dt.datetime] = mapped_column(DateTime())
     seen_until: Mapped[dt.datetime | None] = mapped_column(DateTime())
+
+
+class WritePosition(Base):
+    """Where the primary's write-ahead log stood after a caller's last write request,
+    recorded only while a read replica is configured: that caller's reads go to the
+    replica once it has replayed this far, to the primary until then
+    (``reporting.api.replica_reads``)."""
+
+    __tablename__ = "write_positions"
+
+    caller: Mapped[str] = mapped_column(String(255), primary_key=True)
+    position: Mapped[str] = mapped_column(String(32))  # a pg_lsn as text, e.g. "0/3000060"
+    written_at: Mapped[dt.datetime] = mapped_column(DateTime())

@@ -1,6 +1,9 @@
-"""A database session per request, closed on teardown (one engine per app)."""
+"""A database session per request, closed on teardown (one engine per app, and one
+for its read replica when ``[database] slave_connection`` names one)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from flask import Flask, current_app, g
 from sqlalchemy.engine import Engine
@@ -8,6 +11,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 ENGINE_KEY = "tally.engine"
 SESSIONMAKER_KEY = "tally.sessionmaker"
+# Which sessionmaker answers the current request (``reporting.api.replica_reads``);
+# absent without a replica: the primary's.
+READ_ROUTE_KEY = "tally.read_route"
 
 
 def init_app(app: Flask, engine: Engine, factory: sessionmaker[Session]) -> None:
@@ -24,7 +30,10 @@ def init_app(app: Flask, engine: Engine, factory: sessionmaker[Session]) -> None
 def db_session() -> Session:
     """The session of the current request, opened on first use."""
     if "tally_db_session" not in g:
-        g.tally_db_session = current_app.extensions[SESSIONMAKER_KEY]()
+        route: Callable[[], sessionmaker[Session]] | None = current_app.extensions.get(
+            READ_ROUTE_KEY)
+        factory = route() if route is not None else current_app.extensions[SESSIONMAKER_KEY]
+        g.tally_db_session = factory()
     return g.tally_db_session
 
 

@@ -115,10 +115,15 @@ def instance(
     )
 
 
+def is_deleted_server(server: Mapping[str, Any]) -> bool:
+    """Whether nova shows ``server`` as deleted (changes-since lists those too)."""
+    return server.get("OS-EXT-STS:vm_state") == "deleted" or server.get("status") == "DELETED"
+
+
 def deleted_instance(server: Mapping[str, Any]) -> ReportedDeletion | None:
     """A server of the deleted listing; None for one nova does not show as deleted."""
     rid = _required_id(server, "deleted server")
-    if server.get("OS-EXT-STS:vm_state") != "deleted" and server.get("status") != "DELETED":
+    if not is_deleted_server(server):
         return None
     deleted_at = parse_instant(server.get("OS-SRV-USG:terminated_at")) or parse_instant(
         server.get("updated")

@@ -123,6 +123,7 @@ def _render(run: SyncRun) -> dict[str, Any]:
         "id": run.id,
         "cloud": run.cloud,
         "status": run.status,
+        "kind": run.kind,
         "started_at": format_timestamp(run.started_at),
         "completed_at": format_timestamp(run.completed_at) if run.completed_at else None,
         "stats": run.stats,

@@ -70,6 +70,10 @@ class Observation:
     unknown: set[tuple[str, str]] = dataclasses.field(default_factory=set)
     errors: list[str] = dataclasses.field(default_factory=list)
     size_names: list[SizeNameEntry] | None = None
+    # Types an incremental run listed by change (only what changed since
+    # ``ObserveRequest.changed_since``): never enumerated, so nothing of theirs is read
+    # as absent.
+    changed_types: set[str] = dataclasses.field(default_factory=set)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,12 +83,16 @@ class ObserveRequest:
     ``at`` is the run's one clock (told or wall).  ``deleted_since`` is the lower
     bound of the deletion listing, None on a cloud's first run (no listing then).
     ``deadline`` is a ``time.monotonic()`` value the adapter must not run past.
+    ``changed_since`` asks for an incremental run: list only what changed from that
+    instant on where the platform can filter so (those types go in
+    ``Observation.changed_types``), every resource of the other types; None: a full run.
     """
 
     cloud: str
     at: dt.datetime  # naive UTC
     deleted_since: dt.datetime | None
     deadline: float
+    changed_since: dt.datetime | None = None
 
 
 class RunAborted(Exception):

@@ -41,6 +41,19 @@ sync_opts: list[cfg.Opt] = [
         "within the age at which the cloud archives deleted rows (nova-manage db "
         "archive_deleted_rows --before).",
     ),
+    cfg.FloatOpt(
+        "full_listing_interval_s",
+        default=0.0,
+        min=0.0,
+        help="Seconds between full runs of a cloud. A full run lists every resource and "
+        "deletes what is absent; the runs between list only what changed since the last "
+        "completed run (nova changes-since, cinder created_at/updated_at from "
+        "microversion 3.60, neutron changed_since, glance updated_at; load balancers "
+        "are always listed whole), book creates, updates and nova's reported deletes, "
+        "and delete nothing for being absent. A run is full when none completed before, "
+        "or the last completed full run started this long before it. 0: every run is "
+        "full.",
+    ),
     cfg.StrOpt(
         "api_url",
         default="http://127.0.0.1:8779",

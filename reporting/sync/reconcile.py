@@ -62,9 +62,16 @@ def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: Cloud
         # nova's instant may have lain before the window opened.
         "deleted_at_poll": 0,
     }
+    changed_since, full_bound = _incremental_since(conf, factory, entry.name, at, bound,
+                                                   settle)
+    if changed_since is not None:
+        stats["kind"] = "incremental"
+        stats["changed_since"] = format_timestamp(changed_since)
     adapter = build_adapter(entry, budget_s)
-    observation = adapter.observe(ObserveRequest(entry.name, at, window.since, deadline))
+    observation = adapter.observe(ObserveRequest(entry.name, at, window.since, deadline,
+                                                 changed_since))
     stats["enumerated_types"] = sorted(observation.enumerated_types)
+    stats["changed_types"] = sorted(observation.changed_types)
     stats["errors"].extend(observation.errors)
     if time.monotonic() > deadline:
         raise RunAborted(over_budget(budget_s))
@@ -77,7 +84,7 @@ def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: Cloud
     present = future.bound(entry.name)
     ctx = RunContext(run_id, entry.platform, entry.name, at, settle,
                      None if present is None else max(present.latest, at))
-    plan = _plan(factory, ctx, observation, bound)
+    plan = _plan(factory, ctx, observation, full_bound)
     if plan.beyond_horizon:
         LOG.warning("sync of %s: %d resource(s) hold an event dated after %s (the cloud's "
                     "present plus [ingest] max_future_skew_s): not deferred for it, their "
@@ -89,18 +96,44 @@ def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: Cloud
           strict=bool(conf.ingest.require_size_schema), future=future)
     if not stats["errors"]:
         seen = [(o.resource_type, o.resource_id) for o in observation.resources]
-        store.record_sightings(factory, entry.name, seen, at, bound,
-                               exhaustive=observation.enumerated_types)
+        store.record_sightings(factory, entry.name, seen, at, full_bound,
+                               exhaustive=observation.enumerated_types,
+                               partial=bool(observation.changed_types))
+
+
+def _incremental_since(conf: cfg.ConfigOpts, factory: sessionmaker[Session], cloud: str,
+                       at: dt.datetime, bound: dt.datetime | None, settle: dt.timedelta
+                       ) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """(where an incremental run asks for changes from, None for a full run; the
+    newest started_at of the cloud's completed full runs).
+
+    A run is full when no run completed before, when the last completed full run
+    started ``[sync] full_listing_interval_s`` or more before ``at`` (0: always), or
+    when ``at`` is behind the last completed run.  An incremental run asks for what
+    changed since the last completed run started, less the settle window: what that
+    run deferred as recent changed inside it, so it is listed again."""
+    interval = float(conf.sync.full_listing_interval_s)
+    if not interval or bound is None:
+        return None, bound
+    full_bound = store.completed_bound(factory, cloud, "full")
+    if full_bound is None or at < bound or at - full_bound >= dt.timedelta(seconds=interval):
+        return None, full_bound
+    return bound - settle, full_bound
 
 
 def _plan(factory: sessionmaker[Session], ctx: RunContext, observation: Observation,
           bound: dt.datetime | None) -> Plan:
     # The listing was read first, the projection now (see the absence rule).
-    rows = store.projection_rows(factory, ctx.platform, ctx.cloud)
-    keys = {(row.resource_type, row.resource_id) for row in rows}
     observed = {(o.resource_type, o.resource_id) for o in observation.resources}
     named = observed | observation.unknown | {
         (d.resource_type, d.resource_id) for d in observation.deletions}
+    if observation.changed_types:
+        # Incremental: the rows of what changed, and of the types listed whole.
+        rows = store.projection_rows(factory, ctx.platform, ctx.cloud,
+                                     types=observation.enumerated_types, keys=named)
+    else:
+        rows = store.projection_rows(factory, ctx.platform, ctx.cloud)
+    keys = {(row.resource_type, row.resource_id) for row in rows}
     held = store.held_deleted(factory, ctx.platform, ctx.cloud, observed - keys)
     absent = [
         (row.resource_type, row.resource_id) for row in rows

@@ -9,11 +9,14 @@ def empty_stats() -> dict[str, Any]:
     """A run's stats before anything happened (``deletion_window`` None until read).
 
     ``restated``: the creates of ``created`` whose restatement at the poll was stored
-    too (a ``sync.update`` beside the ``sync.create``, plan.Correction.restated)."""
+    too (a ``sync.update`` beside the ``sync.create``, plan.Correction.restated).
+    ``kind``: full, or incremental (``changed_since``: from when the changes were asked
+    for; ``changed_types``: the types listed by change)."""
     return {"created": 0, "restated": 0, "updated": 0, "deleted": 0,
             "deferred": {"transition": 0, "recent": 0},
             "errors": [], "error_count": 0, "enumerated_types": [],
-            "deletion_window": None}
+            "deletion_window": None, "kind": "full", "changed_since": None,
+            "changed_types": []}
 
 
 def failed_stats(errors: list[str]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]
 
 def create_run(factory: sessionmaker[Session], run_id: str, cloud: str,
                started_at: dt.datetime) -> None:
+    # ``kind`` is the column's default (full) until the run says otherwise at its end.
     with factory.begin() as session:
         session.add(SyncRun(id=run_id, cloud=cloud, status="running", started_at=started_at,
                             completed_at=None, stats={}))
@@ -36,32 +37,57 @@ def finish_run(factory: sessionmaker[Session], run_id: str, status: str,
                completed_at: dt.datetime, stats: dict[str, Any]) -> None:
     with factory.begin() as session:
         session.execute(sa.update(SyncRun).where(SyncRun.id == run_id)
-                        .values(status=status, completed_at=completed_at, stats=stats))
+                        .values(status=status, completed_at=completed_at, stats=stats,
+                                kind=stats.get("kind") or "full"))
 
 
-def completed_bound(factory: sessionmaker[Session], cloud: str) -> dt.datetime | None:
-    """The newest started_at of the cloud's completed runs (where the next window opens)."""
+def completed_bound(factory: sessionmaker[Session], cloud: str,
+                    kind: str | None = None) -> dt.datetime | None:
+    """The newest started_at of the cloud's completed runs (where the next window
+    opens), of ``kind`` only when given (``full``: the last run that listed every
+    resource)."""
+    query = sa.select(sa.func.max(SyncRun.started_at)).where(
+        SyncRun.cloud == cloud, SyncRun.status == "completed")
+    if kind is not None:
+        query = query.where(SyncRun.kind == kind)
     with factory() as session:
-        return session.execute(
-            sa.select(sa.func.max(SyncRun.started_at))
-            .where(SyncRun.cloud == cloud, SyncRun.status == "completed")
-        ).scalar_one_or_none()
+        return session.execute(query).scalar_one_or_none()
 
 
 # --- the projection ------------------------------------------------------------------------
 
-def projection_rows(factory: sessionmaker[Session], platform: str, cloud: str
-                    ) -> list[ProjectionRow]:
-    """Every row of the cloud the projection does not hold as deleted."""
+def projection_rows(factory: sessionmaker[Session], platform: str, cloud: str,
+                    types: Iterable[str] | None = None,
+                    keys: Iterable[tuple[str, str]] = ()) -> list[ProjectionRow]:
+    """The rows of the cloud the projection does not hold as deleted: every one when
+    ``types`` is None, else those of ``types`` and those of ``keys`` (an incremental
+    run reads the rows of what changed, not the whole cloud's)."""
     r = CurrentResource
-    query = (
-        sa.select(r.resource_type, r.resource_id, r.project_id, r.state, r.size, r.live,
-                  r.last_event_at)
-        .where(r.platform == platform, r.cloud == cloud,
+    columns = (r.resource_type, r.resource_id, r.project_id, r.state, r.size, r.live,
+               r.last_event_at)
+    current = (r.platform == platform, r.cloud == cloud,
                sa.or_(r.live.is_(True), r.deleted_at.is_(None)))
-    )
     with factory() as session:
-        return [ProjectionRow(*row) for row in session.execute(query)]
+        if types is None:
+            return [ProjectionRow(*row) for row in session.execute(
+                sa.select(*columns).where(*current))]
+        whole = sorted(set(types))
+        found = {}
+        if whole:
+            for row in session.execute(
+                    sa.select(*columns).where(*current, r.resource_type.in_(whole))):
+                found[(row.resource_type, row.resource_id)] = ProjectionRow(*row)
+        by_type: dict[str, list[str]] = {}
+        for rtype, rid in keys:
+            if rtype not in whole:
+                by_type.setdefault(rtype, []).append(rid)
+        for rtype, ids in by_type.items():
+            for chunk in _chunks(sorted(set(ids))):
+                query = sa.select(*columns).where(*current, r.resource_type == rtype,
+                                                  r.resource_id.in_(chunk))
+                for row in session.execute(query):
+                    found[(row.resource_type, row.resource_id)] = ProjectionRow(*row)
+        return list(found.values())
 
 
 def held_deleted(factory: sessionmaker[Session], platform: str, cloud: str,
@@ -118,11 +144,31 @@ def last_seen(factory: sessionmaker[Session], cloud: str, keys: Iterable[tuple[s
     return seen
 
 
-def _open_keys(session: Session, cloud: str) -> set[tuple[str, str]]:
+def _open_keys(session: Session, cloud: str, types: Iterable[str] | None = None,
+               keys: Iterable[tuple[str, str]] = ()) -> set[tuple[str, str]]:
+    """The open sightings of the cloud: all of them when ``types`` is None, else those
+    of ``types`` and those among ``keys``."""
     s = SyncSighting
     query = sa.select(s.resource_type, s.resource_id).where(
         s.cloud == cloud, s.seen_until.is_(None))
-    return {(rtype, rid) for rtype, rid in session.execute(query)}
+    if types is None:
+        return {(rtype, rid) for rtype, rid in session.execute(query)}
+    whole = sorted(set(types))
+    found: set[tuple[str, str]] = set()
+    if whole:
+        found.update((rtype, rid) for rtype, rid in session.execute(
+            query.where(s.resource_type.in_(whole))))
+    by_type: dict[str, list[str]] = {}
+    for rtype, rid in keys:
+        if rtype not in whole:
+            by_type.setdefault(rtype, []).append(rid)
+    for rtype, ids in by_type.items():
+        for chunk in _chunks(sorted(ids)):
+            found.update((rtype, rid) for rid in session.execute(
+                sa.select(s.resource_id).where(s.cloud == cloud, s.seen_until.is_(None),
+                                               s.resource_type == rtype,
+                                               s.resource_id.in_(chunk))).scalars())
+    return found
 
 
 def _open(session: Session, cloud: str, keys: Sequence[tuple[str, str]],
@@ -154,23 +200,31 @@ def _close(session: Session, cloud: str, keys: Sequence[tuple[str, str]],
 def record_sightings(factory: sessionmaker[Session], cloud: str,
                      listed: Iterable[tuple[str, str]], at: dt.datetime,
                      bound: dt.datetime | None,
-                     exhaustive: Iterable[str] | None = None) -> None:
+                     exhaustive: Iterable[str] | None = None,
+                     partial: bool = False) -> None:
     """A completed run at ``at`` listed ``listed`` alive; ``bound`` is the newest
     started_at of the cloud's completed runs before it.  Only types in
     ``exhaustive`` (every type when None) close the sightings of what they did not
     list: a type whose listing can leave a live resource out (nova below 2.69 and
-    its unreachable cells) proves nothing by leaving one out."""
+    its unreachable cells) proves nothing by leaving one out.  ``partial``: the run
+    listed some types by change only (an incremental run), so only the sightings of
+    what it listed and of the exhaustive types are read, not the whole cloud's."""
     listed = set(listed)
     closing = None if exhaustive is None else set(exhaustive)
     with factory.begin() as session:
-        opened = _open_keys(session, cloud)
+        if partial and closing is not None:
+            opened = _open_keys(session, cloud, closing, listed)
+        else:
+            opened = _open_keys(session, cloud)
         _open(session, cloud, sorted(listed - opened), at)
         unlisted = opened - listed
         if closing is not None:
             unlisted = {key for key in unlisted if key[0] in closing}
         _close(session, cloud, sorted(unlisted), bound)
-        session.execute(sa.delete(SyncSighting).where(
-            SyncSighting.cloud == cloud, SyncSighting.seen_until < at - SIGHTING_RETENTION))
+        if not partial:  # the cloud-wide clean-up is a full run's
+            session.execute(sa.delete(SyncSighting).where(
+                SyncSighting.cloud == cloud,
+                SyncSighting.seen_until < at - SIGHTING_RETENTION))
 
 
 # --- size names ----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from flask import Blueprint, Response, g, request
 
 from simcloud import model
 from simcloud.api import common
+from simcloud.api.timeparse import compares, time_comparison
 from simcloud.model import VOLUME_TYPES, Resource, to_datetime
 
 bp = Blueprint("cinder", __name__, url_prefix="/volume")
@@ -17,7 +18,10 @@ MAX_VERSION = (3, 71)
 # Filters cinder answers that this simulation does not: refused, never ignored.
 UNSIMULATED = frozenset({"name", "status", "metadata", "bootable", "migration_status",
                          "availability_zone", "group_id", "sort", "sort_key", "sort_dir",
-                         "offset", "with_count", "created_at", "updated_at", "volume_type"})
+                         "offset", "with_count", "volume_type"})
+# Filters with time comparison operators from this microversion on (cinder 3.60).
+TIME_FILTERS = ("created_at", "updated_at")
+TIME_FILTERS_FROM = (3, 60)
 
 
 _bad = common.fault
@@ -38,7 +42,7 @@ def guard() -> Response | None:
         requested, MIN_VERSION, MAX_VERSION,
         malformed="Invalid API version {v}",
         unsupported="Version {v} is not supported by the API. Minimum is 3.0 and "
-        "maximum is 3.71.")
+        f"maximum is {MAX_VERSION[0]}.{MAX_VERSION[1]}.")
 
 
 @bp.after_request
@@ -51,7 +55,8 @@ def _echo_version(response: Response) -> Response:
 
 
 def _v3(base: str) -> dict[str, Any]:
-    return {"id": "v3.0", "status": "CURRENT", "version": "3.71", "min_version": "3.0",
+    return {"id": "v3.0", "status": "CURRENT", "version": f"{MAX_VERSION[0]}.{MAX_VERSION[1]}",
+            "min_version": "3.0",
             "updated": "2023-08-31T00:00:00Z",
             "links": [{"rel": "self", "href": f"{base}/volume/v3/"}],
             "media-types": [{"base": "application/json",
@@ -91,6 +96,17 @@ def volumes_detail(project_id: str | None = None) -> Response:
     for name in args:
         if name in UNSIMULATED:
             return _bad(f"simcloud does not simulate the volumes filter {name!r}")
+    comparisons = {}
+    for field in TIME_FILTERS:
+        if field not in args:
+            continue
+        if version < TIME_FILTERS_FROM:
+            return _bad(f"Invalid filter keys: {field}")
+        comparison = time_comparison(args[field])
+        if comparison is None:
+            return _bad(f"Invalid filter {field}={args[field]}: expected OP:ISO8601 with OP "
+                        "one of gt, gte, eq, neq, lt, lte")
+        comparisons[field] = comparison
     all_tenants = tok.is_admin and common.bool_param(args.get("all_tenants", "0") or "1")
     scope = None if all_tenants else tok.project_id
     if all_tenants and args.get("project_id"):
@@ -105,12 +121,22 @@ def volumes_detail(project_id: str | None = None) -> Response:
     now = w.now
 
     def visible(res: Resource) -> bool:
-        return res.exists_at(now) and (scope is None or res.phase_at(now).project == scope)
+        if not res.exists_at(now) or (scope is not None and res.phase_at(now).project != scope):
+            return False
+        if "created_at" in comparisons and not compares(res.created_at,
+                                                        comparisons["created_at"]):
+            return False
+        if "updated_at" in comparisons:
+            updated = res.updated_at(now)  # null until the volume first changes
+            return compares(None if updated == res.created_at else updated,
+                            comparisons["updated_at"])
+        return True
 
     page = w.indexes[model.VOLUME].page(visible, args.get("marker"), page_size)
     if page is None:
         return _bad(f"marker [{args.get('marker')}] not found", 404)
     items, _ = page
+    common.page_latency("block-storage", len(items))
     base = common.base_url()
     body: dict[str, Any] = {"volumes": [_volume_view(r, now, version, base) for r in items]}
     if items and len(items) == page_size:

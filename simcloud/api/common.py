@@ -47,6 +47,14 @@ def token() -> Token:
     return g.token
 
 
+def page_latency(service: str, items: int) -> None:
+    """Spend what a page of ``items`` costs the real ``service`` (the world's latency
+    model, ``WorldConfig.page_latencies``); nothing without one."""
+    delay = world().config.page_latency(service, items)
+    if delay > 0:
+        time.sleep(delay)
+
+
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None
                   ) -> Response:
     return Response(json.dumps(body, separators=(",", ":")), status=status,

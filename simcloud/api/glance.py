@@ -9,13 +9,15 @@ from flask import Blueprint, Response, request
 
 from simcloud import model
 from simcloud.api import common
+from simcloud.api.timeparse import compares, time_comparison
 from simcloud.model import Resource, to_datetime
 
 bp = Blueprint("glance", __name__, url_prefix="/image")
 DEFAULT_LIMIT = 25
 UNSIMULATED = frozenset({"sort", "sort_key", "sort_dir", "name", "status", "tag",
                          "protected", "size_min", "size_max", "container_format",
-                         "disk_format", "created_at", "updated_at", "id"})
+                         "disk_format", "id"})
+TIME_FILTERS = ("created_at", "updated_at")
 
 
 def _bad(message: str, code: int = 400) -> Response:
@@ -56,6 +58,13 @@ def images() -> Response:
     for name in args:
         if name in UNSIMULATED:
             return _bad(f"simcloud does not simulate the images parameter {name!r}")
+    comparisons = {}
+    for field in TIME_FILTERS:
+        if field in args:
+            comparison = time_comparison(args[field])
+            if comparison is None:
+                return _bad(f"Invalid {field} filter: {args[field]}")
+            comparisons[field] = comparison
     hidden_raw = args.get("os_hidden", "false")
     hidden = common.bool_param(hidden_raw)
     if hidden is None:
@@ -83,12 +92,19 @@ def images() -> Response:
             return False
         if visibility not in (None, "all") and res.visibility != visibility:
             return False
+        if "created_at" in comparisons and not compares(res.created_at,
+                                                        comparisons["created_at"]):
+            return False
+        if "updated_at" in comparisons and not compares(res.updated_at(now),
+                                                        comparisons["updated_at"]):
+            return False
         return owner is None or res_owner == owner
 
     page = w.indexes[model.IMAGE].page(visible, args.get("marker"), page_size)
     if page is None:
         return _bad(f"marker {args.get('marker')} could not be found.")
     items, _ = page
+    common.page_latency("image", len(items))
     body: dict[str, Any] = {"images": [_image_view(r, now) for r in items],
                             "schema": "/v2/schemas/images", "first": "/v2/images"}
     if items and len(items) == page_size:

@@ -9,6 +9,7 @@ from flask import Blueprint, Response, request
 
 from simcloud import model
 from simcloud.api import common
+from simcloud.api.timeparse import parse_iso8601
 from simcloud.model import Resource
 from simcloud.payloads import floating_ip_view
 
@@ -57,6 +58,13 @@ def floatingips() -> Response:
             return _bad(f"simcloud does not simulate the floatingips parameter {name!r}")
     if common.bool_param(args.get("page_reverse", "false")):
         return _bad("simcloud does not simulate page_reverse=True")
+    changed_since = None
+    if "changed_since" in args:
+        # neutron's timestamp extension: updated_at >= the instant given
+        changed_since = parse_iso8601(args["changed_since"])
+        if changed_since is None:
+            return _bad("The input changed_since must be in the following format: "
+                        "YYYY-MM-DDTHH:MM:SSZ", 400, "InvalidInput")
     scope = tok.project_id if not tok.is_admin else (
         args.get("project_id") or args.get("tenant_id"))
     limit = common.int_param("limit", args.get("limit"), _bad)
@@ -71,6 +79,8 @@ def floatingips() -> Response:
     now = w.now
 
     def visible(res: Resource) -> bool:
+        if changed_since is not None and res.updated_at(now) < changed_since:
+            return False
         return res.exists_at(now) and (scope is None or res.phase_at(now).project == scope)
 
     # Without a limit neutron answers everything, with no links.
@@ -79,6 +89,7 @@ def floatingips() -> Response:
     if page is None:
         return _bad(f"Marker {args.get('marker')} could not be found.", 404, "MarkerNotFound")
     items, _ = page
+    common.page_latency("network", len(items))
     body: dict[str, Any] = {"floatingips": [floating_ip_view(r, r.phase_at(now), now)
                                             for r in items]}
     if limit:

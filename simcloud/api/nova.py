@@ -200,6 +200,7 @@ def servers_detail(project_id: str | None = None) -> Response:
     if page is None:
         return _bad(f"marker [{args.get('marker')}] not found")
     items, full = page
+    common.page_latency("compute", len(items))
     base = common.base_url()
     cache = w.view_cache.setdefault("nova-servers", {})
     servers = [server_view(res, now, version, tok.is_admin, base, faults.in_down_cell(res.id),

@@ -68,6 +68,7 @@ def loadbalancers() -> Response:
     if page is None:
         return _bad(f"Invalid marker {marker}", 400)
     items, _ = page
+    common.page_latency("load-balancer", len(items))
     body: dict[str, Any] = {"loadbalancers": [_lb_view(r, now) for r in items]}
     links = []
     # octavia's links keep only limit (and the sort) and drop every filter.

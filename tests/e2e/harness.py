@@ -8,6 +8,7 @@ file, talking over loopback HTTP and the real RabbitMQ.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -39,10 +40,19 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
 
 
 class Process:
+    """A command in a process group of its own, so a SIGKILL takes its children too
+    (gunicorn's workers, a sync's run process), as a machine that dies would."""
+
     def __init__(self, argv: list[str], log: Path, env: dict[str, str]) -> None:
         self.log = log
         handle = open(log, "ab")  # noqa: SIM115 - kept by the process
-        self.proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True)
+
+    def kill(self) -> None:
+        """SIGKILL the whole group, at once."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -75,13 +85,19 @@ class Reporting:
             f"[database]\nconnection = {db_url}\n"
             f"[api]\nbind = 127.0.0.1:{self.port}\nworkers = 2\ntokens_file = {tokens}\n"
             f"[sync]\nclouds_file = {clouds_file}\n")
-        env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(clouds_yaml)}
+        self._env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(clouds_yaml)}
+        self._log = workdir / "reporting.log"
         subprocess.run([str(BIN / "tally-manage"), "--config-file", str(self.config),
-                        "db", "upgrade"], check=True, capture_output=True, timeout=120, env=env)
-        self.process = Process([str(BIN / "tally-reporting"), "--config-file", str(self.config)],
-                               workdir / "reporting.log", env)
-        wait_until(self.healthy, 60, "tally-reporting to answer /healthz")
+                        "db", "upgrade"], check=True, capture_output=True, timeout=120,
+                       env=self._env)
+        self.start()
         self.session = requests.Session()
+
+    def start(self) -> None:
+        """Serve (again, after ``kill``) on the same port."""
+        self.process = Process([str(BIN / "tally-reporting"), "--config-file", str(self.config)],
+                               self._log, self._env)
+        wait_until(self.healthy, 60, "tally-reporting to answer /healthz")
 
     def healthy(self) -> bool:
         if self.process.proc.poll() is not None:
@@ -117,18 +133,25 @@ class Collector:
         token = workdir / "ingest.token"
         token.write_text("e2e-ingest\n")
         buffer_dir = workdir / "buffer"
+        metrics_port = free_port()
         config = workdir / "collector.conf"
         config.write_text("\n".join([
             "[DEFAULT]", f"transport_url = {transport_url}",
             "[collector]", f"cloud = {cloud}", f"pool = {pool}", "topics = notifications",
             "exchanges = " + ",".join(exchanges), f"buffer_dir = {buffer_dir}",
             f"reporting_url = {reporting_url}", f"token_file = {token}",
-            f"metrics_bind = 127.0.0.1:{free_port()}",
+            f"metrics_bind = 127.0.0.1:{metrics_port}",
             "retry_initial_delay_s = 0.1", "retry_max_delay_s = 1.0",
         ]) + "\n")
+        self._argv = [str(BIN / "tally-collector"), "--config-file", str(config)]
+        self._log = workdir / "collector.log"
+        self.metrics_port = int(metrics_port)
+        self.start()
+
+    def start(self) -> None:
+        """Consume (again, after ``kill``) with the same buffer."""
         env = {k: v for k, v in os.environ.items() if k != "TALLY_OSC_CLOUD"}
-        self.process = Process([str(BIN / "tally-collector"), "--config-file", str(config)],
-                               workdir / "collector.log", env)
+        self.process = Process(self._argv, self._log, env)
 
     def stop(self) -> None:
         self.process.stop()

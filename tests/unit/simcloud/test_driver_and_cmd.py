@@ -82,6 +82,10 @@ def test_drive_command_exit_code(tmp_path, capsys: pytest.CaptureFixture[str]) -
     ["serve", "--scale", "ten"],
     ["serve", "--page-cap", "network"],
     ["serve", "--page-cap", "network=0"],
+    ["serve", "--page-latency", "compute"],
+    ["serve", "--page-latency", "compute=fast"],
+    ["serve", "--page-latency", "compute=-5+1"],
+    ["serve", "--page-latency", "=5+1"],
 ])
 def test_serve_refuses_bad_options(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
@@ -92,6 +96,7 @@ def test_serve_refuses_bad_options(argv: list[str]) -> None:
 @pytest.mark.parametrize("argv, message", [
     (["serve", "--page-cap", "swift=10"], "page_caps: unknown APIs ['swift']"),
     (["serve", "--nova-max-microversion", "2.101"], "within 2.1-2.100"),
+    (["serve", "--page-latency", "swift=5+1"], "page_latencies: unknown APIs ['swift']"),
 ])
 def test_serve_refuses_a_world_it_cannot_build(argv: list[str], message: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,6 +112,45 @@ def test_serve_page_caps_and_nova_microversion_reach_the_world() -> None:
     assert config.page_caps == {"network": 500, "compute": 200}
     assert config.page_cap("network") == 500 and config.page_cap("image") == 1000
     assert config.nova_max_version == (2, 38)
+
+
+def test_serve_page_latencies_reach_the_world() -> None:
+    args = cmd.build_parser().parse_args(
+        ["serve", "--page-latency", "compute=40+0.5", "--page-latency", "network=12"])
+    config = cmd.world_config(args)
+    assert config.page_latencies == {"compute": (0.04, 0.0005), "network": (0.012, 0.0)}
+    assert config.page_latency("compute", 1000) == pytest.approx(0.54)
+    assert config.page_latency("network", 1000) == pytest.approx(0.012)
+    assert config.page_latency("image", 1000) == 0.0
+
+
+def test_each_listing_page_spends_what_the_model_says(monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path) -> None:
+    import openstack.config
+    from keystoneauth1.adapter import Adapter
+
+    from simcloud.api import common
+
+    slept: list[float] = []
+    monkeypatch.setattr(common.time, "sleep", slept.append)
+    latencies = {service: (0.001 * (index + 1), 0.0001)
+                 for index, service in enumerate(
+                     ("compute", "block-storage", "network", "image", "load-balancer"))}
+    with running_simcloud(WorldConfig(seed=5, scale=20, page_latencies=latencies)) as sim:
+        region = openstack.config.OpenStackConfig(
+            config_files=[str(sim.write_clouds_yaml(tmp_path / "clouds.yaml"))],
+            load_envvars=False).get_one("sim-admin")
+        session = region.get_session()
+        for service, path, key in (
+                ("compute", "servers/detail?all_tenants=1", "servers"),
+                ("block-storage", "volumes/detail?all_tenants=1", "volumes"),
+                ("network", "v2.0/floatingips", "floatingips"),
+                ("image", "v2/images", "images"),
+                ("load-balancer", "v2/lbaas/loadbalancers", "loadbalancers")):
+            slept.clear()
+            items = Adapter(session, service_type=service).get(path).json()[key]
+            per_page, per_item = latencies[service]
+            assert slept == [pytest.approx(per_page + per_item * len(items))], service
 
 
 def test_clouds_yaml_entries(tmp_path) -> None:
