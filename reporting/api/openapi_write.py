@@ -155,8 +155,7 @@ _SYNC_RUN = {
         "kind": {"enum": ["full", "incremental"],
                  "description": "full: every resource listed, the absence pass run; "
                  "incremental: only what changed since the last completed run "
-                 "([sync] full_listing_interval_s). Listed runs carry it; the answer of "
-                 "POST /internal/sync carries it in stats."},
+                 "([sync] full_listing_interval_s)."},
         "started_at": INSTANT,
         "completed_at": NULLABLE_INSTANT,
         "stats": {
@@ -302,6 +301,8 @@ def sync_paths() -> dict[str, Any]:
             "parameters": [
                 path("cloud"),
                 query("at", INSTANT, "The told instant (simulated clouds, replays)."),
+                query("full", {"type": "boolean"},
+                      "A full run whatever [sync] full_listing_interval_s says."),
             ],
             "responses": {
                 "200": json_body(ref("SyncRun"), "The completed run."),

@@ -1,4 +1,4 @@
-"""``tally-sync --config-file F [CLOUD ...] [--at T]``: one sync run per cloud.
+"""``tally-sync --config-file F [CLOUD ...] [--at T] [--full]``: one sync run per cloud.
 
 What a CronJob or a systemd timer runs.  It calls ``POST /internal/sync/{cloud}``
 of the Reporting API at ``[sync] api_url`` (or, logged in with ``[service_credentials]``
@@ -45,6 +45,9 @@ cli_opts: list[cfg.Opt] = [
     cfg.MultiStrOpt("cloud", positional=True, required=False, default=[],
                     help="Clouds to sync (default: every cloud of [sync] clouds_file)."),
     cfg.StrOpt("at", help="The told instant (RFC 3339), for a simulated cloud."),
+    cfg.BoolOpt("full", default=False,
+                help="A full run (every resource listed, the absence pass run) whatever "
+                "[sync] full_listing_interval_s says, e.g. after an outage."),
 ]
 
 
@@ -129,10 +132,13 @@ def _describe(cloud: str, response: requests.Response,
         body = {}
     if response.status_code == 200:
         stats = body.get("stats", {})
+        kind = ""
+        if stats.get("kind") == "incremental":
+            kind = f"; incremental (changes since {stats.get('changed_since')})"
         return True, (f"{cloud}: run {body.get('id')} completed: created {stats.get('created')} "
                       f"(restated {stats.get('restated', 0)}), "
                       f"updated {stats.get('updated')}, deleted {stats.get('deleted')}, "
-                      f"deferred {describe_deferred(stats.get('deferred'))}")
+                      f"deferred {describe_deferred(stats.get('deferred'))}{kind}")
     if response.status_code == 500 and "run_id" in body:
         reasons = _reasons(client, cloud, str(body["run_id"]))
         return False, f"{cloud}: run {body['run_id']} failed: {reasons}"
@@ -159,8 +165,10 @@ def run(conf: cfg.ConfigOpts) -> int:
     for cloud in clouds:
         path = f"/internal/sync/{quote(cloud, safe='')}"
         try:
-            response = client.request("POST", path, params={"at": at} if at else None,
-                                      timeout=timeout)
+            params = {"at": at} if at else {}
+            if conf.full:
+                params["full"] = "true"
+            response = client.request("POST", path, params=params or None, timeout=timeout)
         except ApiNoAnswer as exc:
             what = "did not answer" if exc.reason != "unauthorized" else "was not reached"
             print(f"{cloud}: the Reporting API {what}: {exc}")

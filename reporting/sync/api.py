@@ -56,6 +56,7 @@ def _service() -> SyncService:
 @require_role("admin")
 def sync_cloud(cloud: str) -> tuple[Response, int]:
     at = None
+    full = _full_param(request.args.get("full"))
     raw = request.args.get("at")
     if raw is not None:
         try:
@@ -86,7 +87,7 @@ def sync_cloud(cloud: str) -> tuple[Response, int]:
             raise ApiError(503, "clock_unavailable",
                            f"the simulated clock of cloud {cloud!r} did not answer: {exc}") from None
     try:
-        result = _service().run(cloud, at)
+        result = _service().run(cloud, at, full)
     except UnknownCloud:
         raise ApiError(404, "not_found", f"the clouds file names no cloud {cloud!r}") from None
     except CloudBusy:
@@ -102,6 +103,17 @@ def sync_cloud(cloud: str) -> tuple[Response, int]:
                 "run_id": result.run_id}
         return jsonify(body), 500
     return jsonify(result.summary()), 200
+
+
+def _full_param(raw: str | None) -> bool:
+    """``?full=true``: a full run now, whatever [sync] full_listing_interval_s says."""
+    if raw is None:
+        return False
+    if raw.lower() in ("1", "true", "yes"):
+        return True
+    if raw.lower() in ("0", "false", "no"):
+        return False
+    raise ApiError(400, "bad_request", f"full: {raw!r} is neither true nor false")
 
 
 def _refuse_future(at: dt.datetime) -> None:

@@ -81,7 +81,7 @@ def _run(job: Job, engines: _Engines) -> dict[str, Any]:
     gc.disable()
     try:
         reconcile(conf, engines.sessionmaker(conf), job.entry, job.run_id, job.at,
-                  job.deadline, stats)
+                  job.deadline, stats, full=job.full)
     except RunAborted as exc:
         stats["errors"].append(str(exc))
     except Exception as exc:  # recorded in the run, never lost

@@ -76,6 +76,7 @@ class Job:
     run_id: str
     at: dt.datetime  # the told instant, naive UTC
     deadline: float  # time.monotonic(): one clock for every process of the machine
+    full: bool = False  # asked for a full run, whatever [sync] full_listing_interval_s says
 
     def to_json(self) -> bytes:
         return json.dumps({
@@ -84,6 +85,7 @@ class Job:
             "run_id": self.run_id,
             "at": self.at.isoformat(),
             "deadline": self.deadline,
+            "full": self.full,
         }).encode()
 
     @classmethod
@@ -91,7 +93,8 @@ class Job:
         data = json.loads(raw)
         return cls(options=[(g, n, v) for g, n, v in data["options"]],
                    entry=CloudEntry(**data["entry"]), run_id=data["run_id"],
-                   at=dt.datetime.fromisoformat(data["at"]), deadline=float(data["deadline"]))
+                   at=dt.datetime.fromisoformat(data["at"]), deadline=float(data["deadline"]),
+                   full=bool(data.get("full", False)))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,9 +35,11 @@ def over_budget(budget_s: float) -> str:
 
 
 def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: CloudEntry,
-              run_id: str, at: dt.datetime, deadline: float, stats: dict[str, Any]) -> None:
+              run_id: str, at: dt.datetime, deadline: float, stats: dict[str, Any],
+              full: bool = False) -> None:
     """Reconcile ``entry`` at the told instant ``at`` (naive UTC) before ``deadline``
-    (``time.monotonic()``), recording what happened in ``stats``.  Raises RunAborted
+    (``time.monotonic()``), recording what happened in ``stats``; ``full`` makes it a
+    full run whatever ``[sync] full_listing_interval_s`` says.  Raises RunAborted
     when the run cannot go on."""
     budget_s = float(conf.sync.budget_s)
     settle = dt.timedelta(seconds=float(conf.sync.settle_s))
@@ -64,6 +66,8 @@ def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: Cloud
     }
     changed_since, full_bound = _incremental_since(conf, factory, entry.name, at, bound,
                                                    settle)
+    if full:
+        changed_since = None
     if changed_since is not None:
         stats["kind"] = "incremental"
         stats["changed_since"] = format_timestamp(changed_since)

@@ -143,13 +143,13 @@ class RunProcesses:
         raise RuntimeError("no run process would take the job")
 
     def run(self, conf: cfg.ConfigOpts, entry: CloudEntry, run_id: str, at: dt.datetime,
-            deadline: float) -> dict[str, Any]:
+            deadline: float, full: bool = False) -> dict[str, Any]:
         """The stats of run ``run_id`` of ``entry``, done in a run process that is
         killed ``KILL_GRACE_S`` after ``deadline`` (``time.monotonic()``)."""
         if writes.private_to_process(conf.database.connection):
             return failed_stats(["a sync run needs a database its own process can open; "
                                  "[database] connection names an in-memory SQLite database"])
-        child = self._hand(Job(snapshot(conf), entry, run_id, at, deadline))
+        child = self._hand(Job(snapshot(conf), entry, run_id, at, deadline, full))
         assert child.stdout is not None
         line = _read_line(child.stdout, deadline + KILL_GRACE_S)
         if line is None:

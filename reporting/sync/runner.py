@@ -60,6 +60,7 @@ class RunResult:
             "id": self.run_id,
             "cloud": self.cloud,
             "status": self.status,
+            "kind": self.stats.get("kind", "full"),
             "started_at": format_timestamp(self.started_at),
             "completed_at": format_timestamp(self.completed_at),
             "stats": self.stats,
@@ -78,8 +79,9 @@ class SyncService:
         self.clouds = clouds
         self.processes = RunProcesses()
 
-    def run(self, cloud: str, at: dt.datetime | None = None) -> RunResult:
-        """Run one sync of ``cloud``; ``at`` is the told instant (naive UTC), else now."""
+    def run(self, cloud: str, at: dt.datetime | None = None, full: bool = False) -> RunResult:
+        """Run one sync of ``cloud``; ``at`` is the told instant (naive UTC), else now;
+        ``full`` asks for a full run whatever ``[sync] full_listing_interval_s`` says."""
         entry = self.clouds.get(cloud)
         if entry is None:
             raise UnknownCloud(cloud)
@@ -95,7 +97,8 @@ class SyncService:
         try:
             store.create_run(self.factory, run_id, cloud, started_at)
             try:
-                stats = self.processes.run(self.conf, entry, run_id, started_at, deadline)
+                stats = self.processes.run(self.conf, entry, run_id, started_at, deadline,
+                                           full)
             except Exception as exc:  # recorded, never lost with the lease held
                 LOG.exception("sync run %s of %s failed unexpectedly", run_id, cloud)
                 stats = failed_stats([f"internal error: {type(exc).__name__}: {exc}"])

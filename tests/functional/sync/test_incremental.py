@@ -18,11 +18,14 @@ from typing import Any
 import pytest
 from flask import request
 
+from mapping.event import format_timestamp
 from reporting.app import create_app
+from reporting.cmd import sync as sync_cmd
 from reporting.db.session import ENGINE_KEY
 from simcloud.api import cinder, common
 from simcloud.server import SimCloudServer
 from tests.functional.sync.conftest import (
+    ADMIN,
     START,
     Syncer,
     make_conf,
@@ -185,3 +188,45 @@ def test_a_run_behind_the_last_completed_one_is_full(syncer: Syncer) -> None:
     syncer.advance(T2)
     syncer.sync_ok(T2)
     assert syncer.sync_ok(T1)["stats"]["kind"] == "full"
+
+
+def test_a_full_run_can_be_asked_for_between_full_runs(syncer: Syncer) -> None:
+    syncer.advance(T1)
+    syncer.sync_ok(T1)
+    syncer.advance(T2)
+    response = syncer.client.post(f"/internal/sync/sim?at={format_timestamp(T2)}&full=true",
+                                  headers=ADMIN)
+    assert response.status_code == 200, response.get_json()
+    body = response.get_json()
+    assert body["kind"] == body["stats"]["kind"] == "full"
+    assert body["stats"]["enumerated_types"] == [
+        "floating_ip", "image", "instance", "loadbalancer", "volume"]
+    rows = syncer.rows()
+    for record in _gone_since(syncer, T1, T2):  # every delete booked, none waits
+        assert not rows[(record["resource_type"], record["resource_id"])].live, record
+    refused = syncer.client.post(f"/internal/sync/sim?at={format_timestamp(T2)}&full=maybe",
+                                 headers=ADMIN)
+    assert refused.status_code == 400
+    assert refused.get_json()["error"]["message"] == "full: 'maybe' is neither true nor false"
+
+
+def test_tally_sync_says_which_kind_ran_and_asks_for_a_full_run(
+        syncer: Syncer, served: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    conf = syncer.app.config["TALLY_CONF"]
+    token = tmp_path / "admin.token"
+    token.write_text("tok-admin\n")
+    config = tmp_path / "tally.conf"
+    config.write_text(f"[api]\ntokens_file = {conf.api.tokens_file}\n"
+                      f"[sync]\nclouds_file = {conf.sync.clouds_file}\napi_url = {served}\n"
+                      f"token_file = {token}\n")
+    syncer.advance(T2)
+    for at, extra in ((T1, []), (T2, []), (T2, ["--full"])):
+        assert sync_cmd.main(["--config-file", str(config), "--at", format_timestamp(at),
+                              *extra]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("sim: run ")]
+    assert len(lines) == 3
+    assert "incremental" not in lines[0] and "incremental" not in lines[2]
+    assert lines[1].endswith("; incremental (changes since 2026-11-01T05:59:00.000000Z)")
+    assert syncer.last_run().kind == "full"
