@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import Any
 
 from reporting.billing import money
-from reporting.billing.pricelist import UNITS, PriceVersion
+from reporting.billing.pricelist import PriceVersion, unit_of
 from reporting.billing.rating import Price, price_of
 
 _INT64 = 2**63 - 1
@@ -110,7 +110,7 @@ def price(distinct: Iterable[tuple[str, bool, str, str, Any]],
             kinds.append(Kind(
                 kid=0, number=period.number, resource_type=rtype, state_null=state_null,
                 state=state, size_text=size_text, size=size,
-                label=version.label if version else None, unit=UNITS.get(rtype),
+                label=version.label if version else None, unit=unit_of(rtype, version),
                 price=price_of(rtype, size, None if state_null else state, version),
                 places=version.minor_units if version is not None else money.MINOR_PLACES,
             ))

@@ -10,8 +10,16 @@ A document (``PUT /v1/price-lists/{cloud}``; ``docs/statements.md``)::
                "floating_ip": {"per": "hour", "rate": "0.005"},
                "image": {"per": "gb_hour", "rate": "0.00005"},
                "loadbalancer": {"per": "hour", "rate": "0.030", "listener": "0.005",
-                                "pool": "0.005"}},
+                                "pool": "0.005"},
+               "share": {"per": "size_gb_hour", "size": "size_gb", "rate": "0.00002"}},
      "state_modifiers": {"instance": {"shutoff": "0.5", "shelved": "0"}}}
+
+A type other than the five built in (``share`` above) is a *sized* type: any resource
+type registered with a size schema (``/v1/resource-types``) is priced per hour, or per
+hour × the number its size holds in the member ``size`` names (``per`` is then
+``<size>_hour``).  Whether the type is registered with that member is checked when a
+version is added (``versions.add``), not here: a stored version is read as it was
+accepted.
 
 Every amount is a decimal string; every member not listed here is refused, so a
 misspelt key never silently prices something at nothing.  A new version
@@ -51,6 +59,10 @@ _RATE_MEMBERS = {
     "loadbalancer": {"per", "rate", "listener", "pool"},
 }
 INSTANCE_RESOURCES = ("vcpus", "ram_gb", "disk_gb")
+# A sized type's name (as ``/v1/resource-types`` registers it) and its size member's.
+SIZED_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
+SIZE_MEMBER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+_SIZED_MEMBERS = {"per", "rate", "size"}
 
 
 class PriceListError(ValueError):
@@ -67,6 +79,10 @@ class TypeRate:
     type_modifiers: Mapping[str, Decimal] = dataclasses.field(default_factory=dict)
     listener: Decimal = Decimal(0)
     pool: Decimal = Decimal(0)
+    # A sized type: the size member whose number multiplies the hours (None: hours
+    # alone), and the unit its lines are in ("hour", "<size>_hour").
+    size: str | None = None
+    unit: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,9 +131,38 @@ def _decimal(value: Any, where: str) -> Decimal:
         raise PriceListError(str(exc)) from None
 
 
+def sized_unit(size: str | None) -> str:
+    """The unit of a sized type's lines: hours, or hours × its size member."""
+    return "hour" if size is None else f"{size}_hour"
+
+
+def _sized_rate(resource_type: str, entry: dict[str, Any]) -> TypeRate:
+    where = f"rates.{resource_type}"
+    if not SIZED_TYPE.match(resource_type):
+        raise PriceListError(
+            f"rates has a member {resource_type!r} that is neither a built-in type "
+            f"({', '.join(UNITS)}) nor a resource type name (^[a-z][a-z0-9_]*$)")
+    _only(entry, _SIZED_MEMBERS, where)
+    size = entry.get("size")
+    if size is not None and (not isinstance(size, str) or not SIZE_MEMBER.match(size)):
+        raise PriceListError(
+            f"{where}.size must name a member of the type's size (^[A-Za-z_][A-Za-z0-9_]*$, "
+            "e.g. \"size_gb\")")
+    unit = sized_unit(size)
+    if entry.get("per") != unit:
+        reason = "the size member it names" if size is not None else "no size member"
+        raise PriceListError(f"{where}.per must be \"{unit}\" ({reason}: per hour"
+                             f"{' × ' + size if size is not None else ''})")
+    if "rate" not in entry:
+        raise PriceListError(f"{where}.rate is required")
+    return TypeRate(rate=_decimal(entry["rate"], f"{where}.rate"), size=size, unit=unit)
+
+
 def _type_rate(resource_type: str, value: Any) -> TypeRate:
     where = f"rates.{resource_type}"
     entry = _object(value, where)
+    if resource_type not in UNITS:
+        return _sized_rate(resource_type, entry)
     _only(entry, _RATE_MEMBERS[resource_type], where)
     if entry.get("per") != UNITS[resource_type]:
         raise PriceListError(f"{where}.per must be \"{UNITS[resource_type]}\"")
@@ -161,10 +206,9 @@ def parse(document: Any, label: str = "") -> PriceVersion:
         raise PriceListError("zero_rated_projects must be a list of project ids")
     projects = frozenset(_name(p, "a zero_rated_projects entry") for p in zero_rated)
     rates_doc = _object(doc.get("rates"), "rates")
-    _only(rates_doc, set(UNITS), "rates")
     rates = {kind: _type_rate(kind, value) for kind, value in rates_doc.items()}
     modifiers_doc = _object(doc.get("state_modifiers", {}), "state_modifiers")
-    _only(modifiers_doc, set(UNITS), "state_modifiers")
+    _only(modifiers_doc, set(UNITS) | set(rates), "state_modifiers")
     state_modifiers = {
         kind: _decimals(value, f"state_modifiers.{kind}") for kind, value in modifiers_doc.items()
     }
@@ -177,6 +221,52 @@ def parse(document: Any, label: str = "") -> PriceVersion:
         state_modifiers=state_modifiers,
         minor_units=currencies.places(currency),
     )
+
+
+def unit_of(resource_type: str, version: PriceVersion | None) -> str | None:
+    """The unit a line of ``resource_type`` is in under ``version``: a built-in type's
+    fixed unit, a sized type's as the version prices it, None for a type it does not
+    price (its lines are unrated)."""
+    if resource_type in UNITS:
+        return UNITS[resource_type]
+    rates = version.rates.get(resource_type) if version is not None else None
+    return None if rates is None else rates.unit
+
+
+def sized_types(version: PriceVersion) -> dict[str, str | None]:
+    """The sized types ``version`` prices, each with the size member it names."""
+    return {name: rates.size for name, rates in version.rates.items() if name not in UNITS}
+
+
+def _numeric(schema: Any) -> bool:
+    """Whether a size schema's property may hold a number (no ``type``: it may)."""
+    if not isinstance(schema, dict) or "type" not in schema:
+        return isinstance(schema, dict)
+    declared = schema["type"]
+    names = declared if isinstance(declared, list) else [declared]
+    return "integer" in names or "number" in names
+
+
+def check_registered(version: PriceVersion,
+                     schemas: Mapping[str, Sequence[tuple[str, Any]]]) -> None:
+    """Refuse a sized type no platform registers (``schemas``: per type, each
+    ``(platform, size schema)`` registered), or whose size member no registered schema
+    declares as a number: its lines could never be rated."""
+    for name, size in sorted(sized_types(version).items()):
+        registered = schemas.get(name, ())
+        if not registered:
+            raise PriceListError(
+                f"rates.{name}: {name} is not a registered resource type (register its size "
+                "schema with PUT /v1/resource-types/{platform}/" + name + " first)")
+        if size is None:
+            continue
+        if not any(isinstance(schema, dict)
+                   and _numeric((schema.get("properties") or {}).get(size))
+                   for _platform, schema in registered):
+            platforms = ", ".join(f"{platform}/{name}" for platform, _schema in registered)
+            raise PriceListError(
+                f"rates.{name}.size: no size schema registered for {name} ({platforms}) "
+                f"declares a numeric member {size!r}")
 
 
 def minor_units_of(versions: Sequence[PriceVersion]) -> int:

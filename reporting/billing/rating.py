@@ -20,7 +20,13 @@ from typing import Any
 
 from mapping.event import format_timestamp
 from reporting.billing import money
-from reporting.billing.pricelist import INSTANCE_RESOURCES, UNITS, PriceVersion, in_effect
+from reporting.billing.pricelist import (
+    INSTANCE_RESOURCES,
+    UNITS,
+    PriceVersion,
+    in_effect,
+    unit_of,
+)
 from reporting.fold import Interval
 
 _ONE = Decimal(1)
@@ -131,6 +137,8 @@ def base_rate(
             total = money.add(total, money.multiply(amount, rates.by_resources[member]))
         return total, _ONE
     assert rates.rate is not None
+    if resource_type not in UNITS:  # a sized type: its size member is the quantity's factor
+        return rates.rate, _ONE
     if resource_type == "loadbalancer":
         listeners = _size_number(size, "listeners") or Decimal(0)
         pools = _size_number(size, "pools") or Decimal(0)
@@ -140,6 +148,17 @@ def base_rate(
     if resource_type == "volume" and size and isinstance(size.get("type"), str):
         modifier = rates.type_modifiers.get(size["type"], _ONE)
     return rates.rate, modifier
+
+
+def _size_member(resource_type: str, version: PriceVersion | None) -> str | None:
+    """The size member whose number multiplies the hours: ``size_gb`` of the gb_hour
+    types, the member a sized type's rates name (None: hours alone)."""
+    if UNITS.get(resource_type) == "gb_hour":
+        return "size_gb"
+    if resource_type in UNITS or version is None:
+        return None
+    rates = version.rates.get(resource_type)
+    return None if rates is None else rates.size
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,10 +176,11 @@ def _price(resource_type: str, size: Mapping[str, Any] | None, state: str | None
            version: PriceVersion | None) -> _Price:
     factor: Fraction | None = Fraction(1)
     reason: str | None = None
-    if UNITS.get(resource_type) == "gb_hour":
-        size_gb = _size_number(size, "size_gb")
-        factor = None if size_gb is None else Fraction(size_gb)
-        reason = "the size has no size_gb" if size_gb is None else None
+    member = _size_member(resource_type, version)
+    if member is not None:
+        number = _size_number(size, member)
+        factor = None if number is None else Fraction(number)
+        reason = f"the size has no {member}" if number is None else None
     priced = base_rate(resource_type, size, version) if version else None
     if version is None:
         reason = "no price list in effect"
@@ -219,7 +239,8 @@ def rate_piece(
     if places is None:
         places = version.minor_units if version is not None else money.MINOR_PLACES
     return line_of(item.resource_type, item.resource_id, interval, start, end,
-                   version.label if version else None, UNITS.get(item.resource_type), price,
+                   version.label if version else None, unit_of(item.resource_type, version),
+                   price,
                    zero_rated, places)
 
 

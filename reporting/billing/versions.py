@@ -12,6 +12,7 @@ its own list.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,6 +22,7 @@ from mapping.event import format_timestamp
 from reporting.billing import periods, pricelist
 from reporting.billing.pricelist import DEFAULT_LIST, PriceListError, PriceVersion
 from reporting.db.billing_models import BillingPeriod, PriceListVersion
+from reporting.db.models import ResourceType
 
 
 class VersionConflict(ValueError):
@@ -123,6 +125,21 @@ def _carried_forward(session: Session, name: str, document: dict[str, Any],
     return {**document, "zero_rated_projects": carried}
 
 
+def _schemas(session: Session, names: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
+    """The registered size schemas of the resource types ``names``, per type."""
+    wanted = sorted(names)
+    found: dict[str, list[tuple[str, Any]]] = {}
+    if not wanted:
+        return found
+    query = (sa.select(ResourceType.resource_type, ResourceType.platform,
+                       ResourceType.size_schema)
+             .where(ResourceType.resource_type.in_(wanted))
+             .order_by(ResourceType.resource_type, ResourceType.platform))
+    for row in session.execute(query):
+        found.setdefault(row.resource_type, []).append((row.platform, row.size_schema))
+    return found
+
+
 def add(session: Session, name: str, document: Any, who: str, now: dt.datetime
         ) -> PriceListVersion:
     """Validate and store a new version of list ``name`` (caller commits).
@@ -130,6 +147,7 @@ def add(session: Session, name: str, document: Any, who: str, now: dt.datetime
     Raises PriceListError (invalid document) or VersionConflict."""
     stored = session.execute(sa.select(PriceListVersion.currency).limit(1)).scalar()
     version = pricelist.parse_new(document, stored)
+    pricelist.check_registered(version, _schemas(session, pricelist.sized_types(version)))
     other = session.execute(
         sa.select(PriceListVersion).where(PriceListVersion.currency != version.currency).limit(1)
     ).scalar()
