@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing import kinds, periods, rating, sql_rating, statements, versions
 from reporting.db import engine as db_engine
-from tests.functional.billing.history import PRICES, SMALL, event, october, seed
-from tests.functional.billing.test_close_property import histories
+from tests.functional.billing.history import SMALL, event, october, seed
+from tests.functional.billing.test_close_property import SIZED_PRICES, histories, register_share
 
 EXTRAS = [
     event("loadbalancer.create.end", "lb-1", "2026-10-04T00:00:00Z", resource_type="loadbalancer",
@@ -26,6 +26,8 @@ EXTRAS = [
           state="active"),
     event("floatingip.create.end", "fip-1", "2026-10-04T00:00:00Z", resource_type="floating_ip",
           state="DOWN", size={"ip_version": 4}),
+    event("share.create.end", "sh-1", "2026-10-04T00:00:00Z", resource_type="share",
+          state="available", size={"size_gb": 12}),
     event("router.create.end", "rt-1", "2026-10-04T00:00:00Z", resource_type="router",
           state="ACTIVE"),
     event("compute.instance.create.end", "old", "2026-09-20T00:00:00Z", project_id="p2",
@@ -53,7 +55,8 @@ def pg(pg_migrated_database: str) -> Any:
     engine = db_engine.make_engine(pg_migrated_database)
     factory = db_engine.make_sessionmaker(engine)
     with factory() as session:
-        for document in PRICES:
+        register_share(session)
+        for document in SIZED_PRICES:
             versions.add(session, "default", document, "test", dt.datetime(2026, 12, 1))
         session.commit()
     yield factory
