@@ -76,7 +76,7 @@ def freeze_in_python(session: Session, cloud: str, period: str,
     caller, who renders it with the totals answered."""
     start, end = periods.parse(period)
     ranges = kinds_of.ranges(versions, start, end)
-    number = {r.version.label if r.version else None: r.number for r in ranges}
+    number = {id(r.version): r.number for r in ranges}  # a version may have several
     items = statements.intervals(session, cloud, start, end)
     pieces = []
     distinct: dict[tuple[str, bool, str, str], Any] = {}
@@ -91,12 +91,14 @@ def freeze_in_python(session: Session, cloud: str, period: str,
         for piece_start, piece_end, version in in_effect(list(versions), *clipped):
             pieces.append((item, key, piece_start, piece_end, version))
     priced = kinds_of.price([(*key, size) for key, size in distinct.items()], ranges)
-    by_key = {(k.number, k.resource_type, k.state_null, k.state, k.size_text): k for k in priced}
+    by_key = {(k.number, k.project, k.resource_type, k.state_null, k.state, k.size_text): k
+              for k in priced}
     rows: dict[str, dict[str, Any]] = {}
     for item, key, piece_start, piece_end, version in sorted(
             pieces, key=lambda p: (p[0].resource_type, p[0].resource_id, p[2])):
-        kind = by_key[(number[version.label if version else None], *key)]
         interval = item.interval
+        project = rating.term_project(version, interval.project_id) or ""
+        kind = by_key[(number[id(version)], project, *key)]
         zero = version is not None and interval.project_id in version.zero_rated_projects
         line = rating.line_of(item.resource_type, item.resource_id, interval, piece_start,
                               piece_end, kind.label, kind.unit, kind.price, zero, kind.places)

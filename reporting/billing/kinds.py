@@ -75,6 +75,8 @@ class Kind:
     unit: str | None
     price: Price
     places: int = money.MINOR_PLACES  # the decimals of its currency's minor unit
+    # The project whose terms price it ('' for every project without terms then).
+    project: str = ""
 
     @property
     def rated(self) -> bool:
@@ -102,19 +104,24 @@ class Kind:
 def price(distinct: Iterable[tuple[str, bool, str, str, Any]],
           periods: Sequence[VersionRange]) -> list[Kind]:
     """Every ``(resource_type, state_null, state, size_text, size)`` priced by every
-    range, numbered from 1 in a fixed order."""
+    range, for every project with terms in it and for all the others, numbered from 1
+    in a fixed order."""
     kinds: list[Kind] = []
     for rtype, state_null, state, size_text, size in sorted(distinct, key=lambda k: k[:4]):
         for period in periods:
             version = period.version
-            kinds.append(Kind(
-                kid=0, number=period.number, resource_type=rtype, state_null=state_null,
-                state=state, size_text=size_text, size=size,
-                label=version.label if version else None, unit=unit_of(rtype, version),
-                price=price_of(rtype, size, None if state_null else state, version),
-                places=version.minor_units if version is not None else money.MINOR_PLACES,
-            ))
-    kinds.sort(key=lambda k: (k.number, k.resource_type, k.state_null, k.state, k.size_text))
+            for project in ["", *sorted(version.terms if version is not None else ())]:
+                kinds.append(Kind(
+                    kid=0, number=period.number, resource_type=rtype, state_null=state_null,
+                    state=state, size_text=size_text, size=size,
+                    label=version.label if version else None, unit=unit_of(rtype, version),
+                    price=price_of(rtype, size, None if state_null else state, version,
+                                   project or None),
+                    places=version.minor_units if version is not None else money.MINOR_PLACES,
+                    project=project,
+                ))
+    kinds.sort(key=lambda k: (k.number, k.project, k.resource_type, k.state_null, k.state,
+                              k.size_text))
     return [dataclasses.replace(k, kid=n) for n, k in enumerate(kinds, 1)]
 
 

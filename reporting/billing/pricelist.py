@@ -39,6 +39,7 @@ from typing import Any
 
 from mapping.event import MAX_ID_LEN, TimestampError, parse_timestamp
 from reporting.billing import currencies
+from reporting.billing.money import EXACT as _EXACT
 from reporting.billing.money import MoneyError, parse_decimal
 
 DEFAULT_LIST = "default"  # applies to every cloud without a list of its own
@@ -86,6 +87,21 @@ class TypeRate:
 
 
 @dataclasses.dataclass(frozen=True)
+class ProjectTerm:
+    """One project's dated terms in a version: its own rates for some types and a
+    percentage discount, over ``[start, end)`` (and only while the version prices)."""
+
+    start: dt.datetime  # naive UTC
+    end: dt.datetime | None  # None: for as long as the version prices
+    discount_percent: Decimal
+    rates: Mapping[str, TypeRate]
+
+    def multiplier(self) -> Decimal:
+        """What the discount leaves of an amount: (100 - percent) / 100, exactly."""
+        return (Decimal(100) - self.discount_percent).scaleb(-2, context=_EXACT)
+
+
+@dataclasses.dataclass(frozen=True)
 class PriceVersion:
     """One stored version of a price list (``label`` names it in statement lines)."""
 
@@ -97,6 +113,12 @@ class PriceVersion:
     state_modifiers: Mapping[str, Mapping[str, Decimal]]
     # The decimals amounts are rounded to: the currency's ISO 4217 minor units.
     minor_units: int = currencies.LEGACY_PLACES
+    # Each project's dated terms, as the document states them.
+    project_terms: Mapping[str, tuple[ProjectTerm, ...]] = dataclasses.field(
+        default_factory=dict)
+    # The terms in force over this piece of the version (``expand`` cuts a version at
+    # its terms' dates): what the rating reads.
+    terms: Mapping[str, ProjectTerm] = dataclasses.field(default_factory=dict)
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
@@ -187,17 +209,73 @@ def _type_rate(resource_type: str, value: Any) -> TypeRate:
     )
 
 
+def _timestamp(value: Any, where: str) -> dt.datetime:
+    try:
+        return parse_timestamp(value).replace(tzinfo=None)
+    except (TimestampError, TypeError, AttributeError):
+        raise PriceListError(
+            f"{where} must be an RFC 3339 timestamp with an offset, e.g. 2026-10-01T00:00:00Z"
+        ) from None
+
+
+def _override(name: str, value: Any, where: str, rates: Mapping[str, TypeRate]) -> TypeRate:
+    """A project's own rates for type ``name``: the same form as ``rates.<name>``, in the
+    same unit (an override changes prices, never what a line counts)."""
+    if name not in rates:
+        raise PriceListError(f"{where}.{name}: the version has no rates.{name} to override")
+    try:
+        override = _type_rate(name, value)
+    except PriceListError as exc:
+        raise PriceListError(str(exc).replace(f"rates.{name}", f"{where}.{name}", 1)) from None
+    if override.size != rates[name].size:
+        raise PriceListError(
+            f"{where}.{name}.size must be {rates[name].size!r} as in rates.{name}: an override "
+            "changes prices, not what a line counts")
+    return override
+
+
+def _terms(value: Any, effective_from: dt.datetime, rates: Mapping[str, TypeRate]
+           ) -> dict[str, tuple[ProjectTerm, ...]]:
+    found: dict[str, tuple[ProjectTerm, ...]] = {}
+    for project, listed in _object(value, "project_terms").items():
+        _name(project, "a key of project_terms")
+        where = f"project_terms.{project}"
+        if not isinstance(listed, list) or not listed:
+            raise PriceListError(f"{where} must be a non-empty list of terms")
+        terms = []
+        for index, raw in enumerate(listed):
+            at = f"{where}[{index}]"
+            entry = _object(raw, at)
+            _only(entry, {"from", "until", "discount_percent", "rates"}, at)
+            if "discount_percent" not in entry and "rates" not in entry:
+                raise PriceListError(f"{at} needs discount_percent or rates")
+            start = (_timestamp(entry["from"], f"{at}.from") if "from" in entry
+                     else effective_from)
+            if start < effective_from:
+                raise PriceListError(f"{at}.from falls before the version's effective_from")
+            end = _timestamp(entry["until"], f"{at}.until") if "until" in entry else None
+            if end is not None and end <= start:
+                raise PriceListError(f"{at}.until must be after its from")
+            discount = _decimal(entry.get("discount_percent", "0"), f"{at}.discount_percent")
+            if discount > 100:
+                raise PriceListError(f"{at}.discount_percent must be at most 100")
+            overrides = {name: _override(name, rate, f"{at}.rates", rates)
+                         for name, rate in _object(entry.get("rates", {}), f"{at}.rates").items()}
+            terms.append(ProjectTerm(start, end, discount, overrides))
+        terms.sort(key=lambda term: term.start)
+        for earlier, later in zip(terms, terms[1:], strict=False):
+            if earlier.end is None or earlier.end > later.start:
+                raise PriceListError(f"{where} has terms that overlap; each instant has one")
+        found[project] = tuple(terms)
+    return found
+
+
 def parse(document: Any, label: str = "") -> PriceVersion:
     """Validate a price list document; raises PriceListError with the reason."""
     doc = _object(document, "the price list")
-    _only(doc, {"effective_from", "currency", "zero_rated_projects", "rates", "state_modifiers"},
-          "the price list")
-    try:
-        effective_from = parse_timestamp(doc.get("effective_from"))  # type: ignore[arg-type]
-    except TimestampError:
-        raise PriceListError(
-            "effective_from must be an RFC 3339 timestamp with an offset, e.g. 2026-10-01T00:00:00Z"
-        ) from None
+    _only(doc, {"effective_from", "currency", "zero_rated_projects", "rates", "state_modifiers",
+                "project_terms"}, "the price list")
+    effective_from = _timestamp(doc.get("effective_from"), "effective_from")
     currency = doc.get("currency")
     if not isinstance(currency, str) or not _CURRENCY.match(currency):
         raise PriceListError("currency must be an ISO 4217 code such as \"EUR\"")
@@ -214,13 +292,34 @@ def parse(document: Any, label: str = "") -> PriceVersion:
     }
     return PriceVersion(
         label=label,
-        effective_from=effective_from.replace(tzinfo=None),
+        effective_from=effective_from,
         currency=currency,
         zero_rated_projects=projects,
         rates=rates,
         state_modifiers=state_modifiers,
         minor_units=currencies.places(currency),
+        project_terms=_terms(doc.get("project_terms", {}), effective_from, rates),
     )
+
+
+def expand(versions: Sequence[PriceVersion]) -> list[PriceVersion]:
+    """A timeline cut at its versions' project terms' dates: each piece the version
+    with the terms in force from its ``effective_from`` (the label stays the
+    version's).  A term prices only while its version does."""
+    pieces: list[PriceVersion] = []
+    for index, version in enumerate(versions):
+        until = versions[index + 1].effective_from if index + 1 < len(versions) else None
+        cuts = {version.effective_from}
+        for terms in version.project_terms.values():
+            for term in terms:
+                cuts.update(moment for moment in (term.start, term.end) if moment is not None)
+        for start in sorted(c for c in cuts if c >= version.effective_from
+                            and (until is None or c < until)):
+            active = {project: term for project, terms in version.project_terms.items()
+                      for term in terms
+                      if term.start <= start and (term.end is None or start < term.end)}
+            pieces.append(dataclasses.replace(version, effective_from=start, terms=active))
+    return pieces
 
 
 def unit_of(resource_type: str, version: PriceVersion | None) -> str | None:
@@ -234,7 +333,8 @@ def unit_of(resource_type: str, version: PriceVersion | None) -> str | None:
 
 
 def sized_types(version: PriceVersion) -> dict[str, str | None]:
-    """The sized types ``version`` prices, each with the size member it names."""
+    """The sized types ``version`` prices, each with the size member it names (a
+    project's override prices only a type the version prices)."""
     return {name: rates.size for name, rates in version.rates.items() if name not in UNITS}
 
 

@@ -72,8 +72,9 @@ def _bound(moment: dt.datetime | None, infinity: str) -> dt.datetime | str:
 def pieces(params: dict[str, Any], periods: Sequence[VersionRange], kinds: Sequence[Kind],
            max_micros: int) -> str:
     """The ``FROM … WHERE`` of every piece: ``ri`` the interval, ``v.n`` its version
-    range, ``p.s``/``p.e`` its bounds, ``k`` its kind (NULL: a kind not priced), ``z``
-    not NULL when its project is zero-rated by its version."""
+    range, ``p.s``/``p.e`` its bounds, ``t`` not NULL when the range has terms for its
+    project, ``k`` its kind (NULL: a kind not priced), ``z`` not NULL when its project
+    is zero-rated by its version."""
     version_rows = [(r.number, _bound(r.start, "-infinity"), _bound(r.end, "infinity"))
                     for r in periods]
     kind_rows = []
@@ -81,7 +82,8 @@ def pieces(params: dict[str, Any], periods: Sequence[VersionRange], kinds: Seque
         per_micro = kind.minor_per_micro()
         big = None if per_micro is None else kind.integer_safe(max_micros)
         kind_rows.append((
-            kind.kid, kind.number, kind.resource_type, kind.state_null, kind.state,
+            kind.kid, kind.number, kind.project, kind.resource_type, kind.state_null,
+            kind.state,
             kind.size_text, big,
             per_micro.numerator if per_micro is not None and big else None,
             per_micro.denominator if per_micro is not None and big else None,
@@ -93,10 +95,14 @@ def pieces(params: dict[str, Any], periods: Sequence[VersionRange], kinds: Seque
     version_values = values("v", [("n", "integer"), ("vfrom", "timestamp"),
                                   ("vto", "timestamp")], version_rows, params)
     kind_values = values("k", [
-        ("kid", "integer"), ("n", "integer"), ("rtype", "text"), ("state_null", "boolean"),
+        ("kid", "integer"), ("n", "integer"), ("cls", "text"), ("rtype", "text"),
+        ("state_null", "boolean"),
         ("state", "text"), ("size_text", "text"), ("big", "boolean"), ("ca", "bigint"),
         ("cb", "bigint"), ("nca", "numeric"), ("ncb", "numeric")], kind_rows, params)
     zero_values = values("z", [("n", "integer"), ("project_id", "text")], zero_rows, params)
+    term_rows = sorted({(r.number, project) for r in periods if r.version is not None
+                        for project in r.version.terms})
+    term_values = values("t", [("n", "integer"), ("project_id", "text")], term_rows, params)
     return f"""
 FROM resource_intervals ri
 JOIN {version_values}
@@ -109,8 +115,9 @@ CROSS JOIN LATERAL (
 CROSS JOIN LATERAL (
   SELECT CAST(round(date_part('epoch', p.e - p.s) * 1000000) AS bigint) AS m
 ) AS d
+LEFT JOIN {term_values} ON t.n = v.n AND t.project_id = ri.project_id
 LEFT JOIN {kind_values}
-  ON k.n = v.n AND k.rtype = ri.resource_type AND k.state_null = (ri.state IS NULL)
+  ON k.n = v.n AND k.cls = COALESCE(t.project_id, '') AND k.rtype = ri.resource_type AND k.state_null = (ri.state IS NULL)
  AND k.state = COALESCE(ri.state, '') AND k.size_text = COALESCE(CAST(ri.size AS text), 'null')
 LEFT JOIN {zero_values} ON z.n = v.n AND z.project_id = ri.project_id
 WHERE {_OVERLAP} AND p.e > p.s"""  # noqa: S608 - constants and bound parameters only

@@ -59,12 +59,14 @@ def _parsed(row: PriceListVersion) -> PriceVersion:
 
 
 def timeline(session: Session, cloud: str) -> list[PriceVersion]:
-    """The versions pricing ``cloud``, by ``effective_from``."""
+    """The versions pricing ``cloud``, by ``effective_from``, each cut where one of its
+    project terms begins or ends (``pricelist.expand``)."""
     own = [_parsed(row) for row in rows(session, cloud)] if cloud != DEFAULT_LIST else []
     shared = [_parsed(row) for row in rows(session, DEFAULT_LIST)]
     if own:
         shared = [v for v in shared if v.effective_from < own[0].effective_from]
-    return shared + own
+    # cut at the dates of the versions' project terms (one version, several pieces)
+    return pricelist.expand(shared + own)
 
 
 def _next(froms: list[dt.datetime], moment: dt.datetime) -> dt.datetime | None:
