@@ -1,5 +1,6 @@
 """For any history of instances, volumes and shares (a sized type, registered with
-its size schema) and any arrival order, split anywhere by
+its size schema), priced with dated project terms (own rates, discounts), and any
+arrival order, split anywhere by
 closes, with a price version added after the first close (for a later period): every
 frozen statement stays byte for byte what it was, it is the statement of the facts
 received up to its cutoff, and frozen + booked + pending adjustments = the recomputed
@@ -43,12 +44,25 @@ KINDS = {
     "share": ("share", ["available", "error"], SHARE_SIZES),
 }
 SHARE_SCHEMA = {"type": "object", "properties": {"size_gb": {"type": "number", "minimum": 0}}}
-# The versions of history.py with a sized type: shares per GiB-hour of size_gb (a
-# dearer rate from default/2 on).
+# The versions of history.py with a sized type, shares per GiB-hour of size_gb (a
+# dearer rate from default/2 on), and dated project terms: p1's own rates and a
+# discount inside default/1, a term of p2 that default/2 begins before it would
+# (never in force), p1's discount from the 25th and one for zero-rated p-free.
+_TERMS = [
+    {"p1": [{"from": "2026-10-05T00:00:00Z", "until": "2026-10-12T06:00:00Z",
+             "discount_percent": "20",
+             "rates": {"instance": {"per": "hour", "by_flavor": {"m1.small": "0.017"},
+                                    "by_resources": {"vcpus": "0.013"}},
+                       "share": {"per": "size_gb_hour", "size": "size_gb",
+                                 "rate": "0.00001"}}}],
+     "p2": [{"from": "2026-10-20T00:00:00Z", "discount_percent": "50"}]},
+    {"p1": [{"from": "2026-10-25T00:00:00Z", "discount_percent": "33.3"}],
+     "p-free": [{"discount_percent": "10"}]},
+]
 SIZED_PRICES = [
-    {**document, "rates": {**document["rates"], "share": {
+    {**document, "project_terms": terms, "rates": {**document["rates"], "share": {
         "per": "size_gb_hour", "size": "size_gb", "rate": rate}}}
-    for document, rate in zip(PRICES, ("0.00003", "0.00007"), strict=True)]
+    for document, rate, terms in zip(PRICES, ("0.00003", "0.00007"), _TERMS, strict=True)]
 # Added after October's close, effective at a drawn instant of November or December:
 # other rates, modifiers and zero-rated projects from then on.
 LATER = {
@@ -62,6 +76,9 @@ LATER = {
     },
     "state_modifiers": {"volume": {"in-use": "1.25"}, "instance": {"shutoff": "0.1"},
                         "share": {"error": "0"}},
+    # p1 from the version on: a discount and its own volume rate
+    "project_terms": {"p1": [{"discount_percent": "7.5", "rates": {
+        "volume": {"per": "gb_hour", "rate": "0.00011"}}}]},
 }
 
 

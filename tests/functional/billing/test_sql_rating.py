@@ -71,8 +71,10 @@ def test_every_rate_kind_agrees(pg: sessionmaker[Session], now: dt.datetime) -> 
         python = _python(session, now)
         assert python and python == _sql(session, now)
     if now.month == 12:
-        # the image without a size and the router: unrated, one line per price version
-        assert python["p1"][1] == 4 and python["p1"][0] > Decimal("1.90")
+        # the image without a size and the router: unrated, one line per piece of the
+        # timeline from the 4th (cut at p1's term dates 10-05, 10-12 06:00 and 10-25
+        # and at default/2's 10-16: five pieces each)
+        assert python["p1"][1] == 10 and python["p1"][0] > Decimal("1.90")
         assert python["p-free"] == (Decimal("0.00"), 0)
 
 
