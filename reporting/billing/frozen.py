@@ -79,7 +79,8 @@ def freeze_in_python(session: Session, cloud: str, period: str,
     number = {id(r.version): r.number for r in ranges}  # a version may have several
     items = statements.intervals(session, cloud, start, end)
     pieces = []
-    distinct: dict[tuple[str, bool, str, str], Any] = {}
+    distinct: dict[tuple[str, bool, str, str, str], Any] = {}
+    with_terms = {project for r in ranges if r.version is not None for project in r.version.terms}
     for item in items:
         clipped = rating.clip(item.interval, start, end, now)
         if clipped is None:
@@ -87,10 +88,11 @@ def freeze_in_python(session: Session, cloud: str, period: str,
         interval = item.interval
         size_text = json.dumps(interval.size, separators=(",", ":"), ensure_ascii=False)
         key = (item.resource_type, interval.state is None, interval.state or "", size_text)
-        distinct.setdefault(key, interval.size)
+        owner = interval.project_id if interval.project_id in with_terms else ""
+        distinct.setdefault((*key, owner), interval.size)
         for piece_start, piece_end, version in in_effect(list(versions), *clipped):
             pieces.append((item, key, piece_start, piece_end, version))
-    priced = kinds_of.price([(*key, size) for key, size in distinct.items()], ranges)
+    priced = kinds_of.price([(*k[:4], size, k[4]) for k, size in distinct.items()], ranges)
     by_key = {(k.number, k.project, k.resource_type, k.state_null, k.state, k.size_text): k
               for k in priced}
     rows: dict[str, dict[str, Any]] = {}

@@ -101,25 +101,34 @@ class Kind:
         return json.dumps(self.size, separators=(",", ":"), ensure_ascii=False)
 
 
-def price(distinct: Iterable[tuple[str, bool, str, str, Any]],
-          periods: Sequence[VersionRange]) -> list[Kind]:
-    """Every ``(resource_type, state_null, state, size_text, size)`` priced by every
-    range, for every project with terms in it and for all the others, numbered from 1
-    in a fixed order."""
-    kinds: list[Kind] = []
-    for rtype, state_null, state, size_text, size in sorted(distinct, key=lambda k: k[:4]):
+# A kind as the database finds it: (resource_type, state_null, state, size_text, size,
+# project): project '' for every project without terms, else the project with some.
+Distinct = tuple[str, bool, str, str, Any, str]
+
+
+def price(distinct: Iterable[Distinct], periods: Sequence[VersionRange]) -> list[Kind]:
+    """Every ``(resource_type, state_null, state, size_text, size, project)`` priced by
+    every range: for its project in a range with terms for it, for every project
+    without terms elsewhere; numbered from 1 in a fixed order."""
+    found: dict[tuple[int, str, str, bool, str, str], Kind] = {}
+    for rtype, state_null, state, size_text, size, owner in sorted(
+            distinct, key=lambda k: (k[5], *k[:4])):
         for period in periods:
             version = period.version
-            for project in ["", *sorted(version.terms if version is not None else ())]:
-                kinds.append(Kind(
-                    kid=0, number=period.number, resource_type=rtype, state_null=state_null,
-                    state=state, size_text=size_text, size=size,
-                    label=version.label if version else None, unit=unit_of(rtype, version),
-                    price=price_of(rtype, size, None if state_null else state, version,
-                                   project or None),
-                    places=version.minor_units if version is not None else money.MINOR_PLACES,
-                    project=project,
-                ))
+            project = owner if version is not None and owner in version.terms else ""
+            key = (period.number, project, rtype, state_null, state, size_text)
+            if key in found:
+                continue
+            found[key] = Kind(
+                kid=0, number=period.number, resource_type=rtype, state_null=state_null,
+                state=state, size_text=size_text, size=size,
+                label=version.label if version else None, unit=unit_of(rtype, version),
+                price=price_of(rtype, size, None if state_null else state, version,
+                               project or None),
+                places=version.minor_units if version is not None else money.MINOR_PLACES,
+                project=project,
+            )
+    kinds = list(found.values())
     kinds.sort(key=lambda k: (k.number, k.project, k.resource_type, k.state_null, k.state,
                               k.size_text))
     return [dataclasses.replace(k, kid=n) for n, k in enumerate(kinds, 1)]

@@ -37,14 +37,17 @@ _ATTEMPTS = 5  # kinds re-priced at most this often when ingest adds some meanwh
 _OVERLAP = ('ri.cloud = :cloud AND ri.start < CAST(:cap AS timestamp) '
             'AND (ri."end" IS NULL OR ri."end" > CAST(:pstart AS timestamp))')
 
-_DISTINCT_KINDS = sa.text(f"""
-SELECT d.rtype, d.state_null, d.state, d.size_text, CAST(d.size_text AS json) AS size
+# The period's kinds; a project with terms in a version range (``tp``) has its own.
+_DISTINCT_KINDS = f"""
+SELECT d.rtype, d.state_null, d.state, d.size_text, CAST(d.size_text AS json) AS size, d.cls
 FROM (SELECT ri.resource_type AS rtype, ri.state IS NULL AS state_null,
              COALESCE(ri.state, '') AS state,
-             COALESCE(CAST(ri.size AS text), 'null') AS size_text
+             COALESCE(CAST(ri.size AS text), 'null') AS size_text,
+             CASE WHEN ri.project_id IN (SELECT tp.project_id FROM {{projects}})
+                  THEN ri.project_id ELSE '' END AS cls
       FROM resource_intervals ri WHERE {_OVERLAP}
-      GROUP BY 1, 2, 3, 4) AS d
-""")  # noqa: S608 - constants only
+      GROUP BY 1, 2, 3, 4, 5) AS d
+"""  # noqa: S608 - constants only
 
 
 def values(name: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]],
@@ -157,9 +160,18 @@ def local_settings(session: Session, settings: Sequence[tuple[str, str]]) -> Ite
         session.execute(sa.text(f"RESET {name}"))
 
 
-def distinct_kinds(session: Session, params: dict[str, Any]) -> list[tuple[str, bool, str, str, Any]]:
-    rows = session.execute(_DISTINCT_KINDS, params).all()
-    return [(r.rtype, r.state_null, r.state, r.size_text, r.size) for r in rows]
+def distinct_kinds(session: Session, params: dict[str, Any],
+                   periods: Sequence[VersionRange] = ()) -> list[kinds_of.Distinct]:
+    """The period's ``(type, state_null, state, size_text, size, project)``: project
+    ``''`` for every project without terms in ``periods``, each project with some
+    apart (so only the kinds that occur in it are priced for it)."""
+    bound = dict(params)
+    projects = sorted({(project,) for r in periods if r.version is not None
+                       for project in r.version.terms})
+    query = _DISTINCT_KINDS.format(projects=values("tp", [("project_id", "text")], projects,
+                                                   bound))
+    rows = session.execute(sa.text(query), bound).all()
+    return [(r.rtype, r.state_null, r.state, r.size_text, r.size, r.cls) for r in rows]
 
 
 def max_micros(pstart: dt.datetime, cap: dt.datetime) -> int:
@@ -180,7 +192,7 @@ def project_subtotals(
     base: dict[str, Any] = {"cloud": cloud, "pstart": period_start, "cap": cap}
     periods = kinds_of.ranges(versions, period_start, cap)
     with local_settings(session, SETTINGS):
-        distinct = distinct_kinds(session, base)
+        distinct = distinct_kinds(session, base, periods)
         for _attempt in range(_ATTEMPTS):
             params = dict(base)
             kinds = kinds_of.price(distinct, periods)
@@ -199,7 +211,7 @@ GROUP BY ri.project_id"""  # noqa: S608 - constants and bound parameters only
             rows = session.execute(sa.text(query), params).all()
             if not any(row.unknown for row in rows):
                 break
-            distinct = distinct_kinds(session, base)  # ingest added kinds meanwhile
+            distinct = distinct_kinds(session, base, periods)  # ingest added kinds meanwhile
         else:
             raise RuntimeError(f"the kinds of {cloud} kept changing while rating it")
     found = {

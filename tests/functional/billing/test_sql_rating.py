@@ -110,8 +110,9 @@ def test_prices_beyond_64_bits_take_the_exact_numeric_path(pg: sessionmaker[Sess
     with pg() as session:
         start, end = periods.parse("2026-10")
         timeline = versions.timeline(session, "c1")
+        ranges = kinds.ranges(timeline, start, end)
         priced = kinds.price(sql_rating.distinct_kinds(
-            session, {"cloud": "c1", "pstart": start, "cap": end}), kinds.ranges(timeline, start, end))
+            session, {"cloud": "c1", "pstart": start, "cap": end}, ranges), ranges)
         assert any(k.rated and not k.integer_safe(sql_rating.max_micros(start, end))
                    for k in priced)
         assert any(k.rated and k.integer_safe(sql_rating.max_micros(start, end)) for k in priced)
@@ -127,8 +128,9 @@ def test_a_kind_written_between_the_two_queries_is_priced_again(
     found = sql_rating.distinct_kinds
     calls: list[int] = []
 
-    def first_without_volumes(session: Session, params: dict[str, Any]) -> list[Any]:
-        kinds_found = found(session, params)
+    def first_without_volumes(session: Session, params: dict[str, Any],
+                              ranges: Any = ()) -> list[Any]:
+        kinds_found = found(session, params, ranges)
         calls.append(len(kinds_found))
         # as if the volumes' intervals were committed after the kinds were read
         return kinds_found if len(calls) > 1 else [k for k in kinds_found if k[0] != "volume"]
@@ -161,3 +163,32 @@ def test_pages_follow_code_point_order(pg: sessionmaker[Session], limit: int) ->
             seen += list(page)
             after = list(page)[-1]
     assert seen == sorted(projects)
+
+
+def test_only_the_kinds_of_projects_with_terms_that_occur_are_priced(
+        pg: sessionmaker[Session]) -> None:
+    many = {f"p-{n:04d}": [{"discount_percent": "3"}] for n in range(3000)}
+    many["p1"] = [{"discount_percent": "40", "from": "2026-10-10T00:00:00Z"}]
+    with pg() as session:
+        versions.add(session, "c1", {
+            "effective_from": "2026-10-01T00:00:00Z", "currency": "EUR",
+            "rates": {"instance": {"per": "hour", "by_flavor": {"m1.small": "0.020"}}},
+            "project_terms": many}, "test", dt.datetime(2026, 12, 1))
+        session.commit()
+    seed(pg, october())
+    now = dt.datetime(2026, 12, 15)
+    with pg() as session:
+        start, end = periods.parse("2026-10")
+        ranges = kinds.ranges(versions.timeline(session, "c1"), start, end)
+        priced = kinds.price(sql_rating.distinct_kinds(
+            session, {"cloud": "c1", "pstart": start, "cap": end}, ranges), ranges)
+        # p1's kinds apart where its term is in force, nobody else's (3000 projects with
+        # terms and no usage price nothing)
+        assert {k.project for k in priced} == {"", "p1"}
+        assert len(priced) < 20
+        python = _python(session, now)
+        assert python == _sql(session, now)
+    # inst-a (10-02) before p1's term: 24 h x 0.020 = 0.48 in two lines (0.20 + 0.28, no
+    # state modifier here); vol-a unrated (no volume rates); inst-b from 10-15 to 10-17
+    # at 40 % off: 48 h x 0.020 x 0.60 = 0.576 -> 0.58
+    assert python["p1"] == (Decimal("1.06"), 1)

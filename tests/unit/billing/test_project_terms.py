@@ -96,7 +96,8 @@ def test_terms_end_with_their_version() -> None:
 
 def test_kinds_price_each_project_with_terms_apart() -> None:
     ranges = kinds.ranges(timeline(WITH_TERMS), *OCT)
-    found = kinds.price([("instance", False, "active", "{}", SMALL)], ranges)
+    found = kinds.price([("instance", False, "active", "{}", SMALL, ""),
+                         ("instance", False, "active", "{}", SMALL, "p-big")], ranges)
     assert [(k.number, k.project, k.price.rate, k.price.modifier) for k in found] == [
         (1, "", Decimal("0.020"), Decimal("1")),
         (2, "", Decimal("0.020"), Decimal("1")),

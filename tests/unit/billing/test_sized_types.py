@@ -74,7 +74,7 @@ def test_a_version_without_the_type_leaves_its_lines_unrated() -> None:
 
 def test_kinds_carry_the_sized_unit_and_factor() -> None:
     timeline = versions(SIZED)
-    found = kinds.price([("share", False, "available", '{"size_gb":500}', {"size_gb": 500})],
+    found = kinds.price([("share", False, "available", '{"size_gb":500}', {"size_gb": 500}, "")],
                         kinds.ranges(timeline, *OCT))
     (kind,) = [k for k in found if k.label is not None]
     assert (kind.unit, kind.price.factor, kind.price.per_hour) == (
