@@ -1,8 +1,9 @@
 """What the set-based rating prices in Python: each distinct (version, type, state,
 size) of a period, once.
 
-A line's price depends only on the price version in effect over it and its
-resource's type, state and size (``reporting.billing.rating.price_of``).  A month of
+A line's price depends only on the price version in effect over it (a piece of it,
+cut at its project terms' dates), its resource's type, state and size, and whether
+its project has terms there (``reporting.billing.rating.price_of``).  A month of
 a large cloud has about a million lines but a few dozen such kinds, so the
 database finds the kinds (one grouping query), Python prices each with the pure
 rating's own code, and the database then rates every line by joining its kind

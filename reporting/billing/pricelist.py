@@ -26,6 +26,10 @@ misspelt key never silently prices something at nothing.  A new version
 (``parse_new``) is also refused for text no database can hold and for a currency that
 is not an ISO 4217 code with a minor unit: a stored version is never removed, so
 whatever it holds is priced, summed and closed with for ever.
+
+``project_terms`` gives projects dated terms of their own (their own rates for some
+types, a percentage discount); ``expand`` cuts a version where one begins or ends, so
+the rating sees, piece by piece, the terms in force.
 """
 
 from __future__ import annotations
