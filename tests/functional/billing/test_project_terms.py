@@ -78,3 +78,51 @@ def test_an_invalid_term_is_refused_with_its_reason(client: FlaskClient) -> None
     error = response.get_json()["error"]
     assert (error["code"], error["message"]) == (
         "invalid_price_list", "project_terms.p-big[0].discount_percent must be at most 100")
+
+
+def _versions(client: FlaskClient) -> list[dict[str, Any]]:
+    return client.get("/v1/price-lists/default", headers=READ).get_json()[  # type: ignore[no-any-return]
+        "items"]
+
+
+def test_a_version_that_omits_terms_carries_those_still_in_force(
+        client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+    assert client.put("/v1/price-lists/default", json=PRICES, headers=ADMIN).status_code == 201
+    later = {**copy.deepcopy(V1), "effective_from": "2026-10-15T00:00:00Z"}
+    assert client.put("/v1/price-lists/default", json=later, headers=ADMIN).status_code == 201
+    carried = _versions(client)[1]["document"]["project_terms"]
+    first, second = TERMS["p-big"]
+    assert carried == {"p-big": [{**first, "from": "2026-10-15T00:00:00.000000Z"}, second]}
+    seed(session_factory, [
+        event("compute.instance.create.end", "inst-big", "2026-10-08T00:00:00Z",
+              project_id="p-big", state="active", size=SMALL),
+        event("compute.instance.delete.end", "inst-big", "2026-10-22T00:00:00Z",
+              project_id="")])
+    big = _statement(client, "p-big")
+    assert [(x["start"][:10], x["price_list_version"], x["rate"], x["modifier"], x["amount"])
+            for x in big["lines"]] == [
+        ("2026-10-08", "default/1", "0.020", "1", "0.96"),
+        ("2026-10-10", "default/1", "0.015", "0.90", "1.62"),  # 120 h x 0.015 x 0.90
+        ("2026-10-15", "default/2", "0.015", "0.90", "1.62"),  # carried: the same
+        ("2026-10-20", "default/2", "0.020", "0.875", "0.84")]
+
+
+def test_an_empty_object_clears_the_terms(client: FlaskClient) -> None:
+    assert client.put("/v1/price-lists/default", json=PRICES, headers=ADMIN).status_code == 201
+    later = {**copy.deepcopy(V1), "effective_from": "2026-10-25T00:00:00Z",
+             "project_terms": {}}
+    assert client.put("/v1/price-lists/default", json=later, headers=ADMIN).status_code == 201
+    assert _versions(client)[1]["document"]["project_terms"] == {}
+
+
+def test_carried_terms_that_do_not_fit_are_refused(client: FlaskClient) -> None:
+    assert client.put("/v1/price-lists/default", json=PRICES, headers=ADMIN).status_code == 201
+    later = {**copy.deepcopy(V1), "effective_from": "2026-10-12T00:00:00Z"}
+    del later["rates"]["instance"]
+    response = client.put("/v1/price-lists/default", json=later, headers=ADMIN)
+    assert response.status_code == 400
+    assert response.get_json()["error"]["message"] == (
+        "the project_terms carried forward from default/1 do not fit this version "
+        "(project_terms.p-big[0].rates.instance: the version has no rates.instance to "
+        "override); state project_terms in the version (an empty object clears them)")
+    assert len(_versions(client)) == 1
