@@ -101,7 +101,8 @@ def test_prices_beyond_64_bits_take_the_exact_numeric_path(pg: sessionmaker[Sess
                                    "by_flavor": {"m1.small": "999999999999.999999999999"}},
                       "volume": {"per": "gb_hour", "rate": "0.000000000001",
                                  "type_modifiers": {"ssd": "999999999999.999999999999"}}},
-            "state_modifiers": {"instance": {"shutoff": "0.000000000007"}}}
+            "state_modifiers": {"instance": {"shutoff": "0.000000000007"}},
+            "project_terms": {}}  # default/1's terms override shares, which it does not price
     with pg() as session:
         versions.add(session, "c1", huge, "test", dt.datetime(2026, 12, 1))
         session.commit()
