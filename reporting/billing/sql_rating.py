@@ -42,12 +42,12 @@ _DISTINCT_KINDS = f"""
 SELECT d.rtype, d.state_null, d.state, d.size_text, CAST(d.size_text AS json) AS size, d.cls
 FROM (SELECT ri.resource_type AS rtype, ri.state IS NULL AS state_null,
              COALESCE(ri.state, '') AS state,
-             COALESCE(CAST(ri.size AS text), 'null') AS size_text,
-             CASE WHEN ri.project_id IN (SELECT tp.project_id FROM {{projects}})
-                  THEN ri.project_id ELSE '' END AS cls
+             COALESCE(CAST(ri.size AS text), 'null') AS size_text, {{cls}} AS cls
       FROM resource_intervals ri WHERE {_OVERLAP}
       GROUP BY 1, 2, 3, 4, 5) AS d
 """  # noqa: S608 - constants only
+# Without project terms (the common case) every kind is every project's.
+_NO_TERMS = "CAST('' AS text)"
 
 
 def values(name: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]],
@@ -105,7 +105,12 @@ def pieces(params: dict[str, Any], periods: Sequence[VersionRange], kinds: Seque
     zero_values = values("z", [("n", "integer"), ("project_id", "text")], zero_rows, params)
     term_rows = sorted({(r.number, project) for r in periods if r.version is not None
                         for project in r.version.terms})
-    term_values = values("t", [("n", "integer"), ("project_id", "text")], term_rows, params)
+    # Without project terms (the common case) the pieces join no terms at all.
+    term_join = term_kind = ""
+    if term_rows:
+        term_values = values("t", [("n", "integer"), ("project_id", "text")], term_rows, params)
+        term_join = f"LEFT JOIN {term_values} ON t.n = v.n AND t.project_id = ri.project_id"
+        term_kind = "AND k.cls = COALESCE(t.project_id, '') "
     return f"""
 FROM resource_intervals ri
 JOIN {version_values}
@@ -118,9 +123,9 @@ CROSS JOIN LATERAL (
 CROSS JOIN LATERAL (
   SELECT CAST(round(date_part('epoch', p.e - p.s) * 1000000) AS bigint) AS m
 ) AS d
-LEFT JOIN {term_values} ON t.n = v.n AND t.project_id = ri.project_id
+{term_join}
 LEFT JOIN {kind_values}
-  ON k.n = v.n AND k.cls = COALESCE(t.project_id, '') AND k.rtype = ri.resource_type AND k.state_null = (ri.state IS NULL)
+  ON k.n = v.n {term_kind}AND k.rtype = ri.resource_type AND k.state_null = (ri.state IS NULL)
  AND k.state = COALESCE(ri.state, '') AND k.size_text = COALESCE(CAST(ri.size AS text), 'null')
 LEFT JOIN {zero_values} ON z.n = v.n AND z.project_id = ri.project_id
 WHERE {_OVERLAP} AND p.e > p.s"""  # noqa: S608 - constants and bound parameters only
@@ -168,8 +173,12 @@ def distinct_kinds(session: Session, params: dict[str, Any],
     bound = dict(params)
     projects = sorted({(project,) for r in periods if r.version is not None
                        for project in r.version.terms})
-    query = _DISTINCT_KINDS.format(projects=values("tp", [("project_id", "text")], projects,
-                                                   bound))
+    cls = _NO_TERMS
+    if projects:
+        listed = values("tp", [("project_id", "text")], projects, bound)
+        cls = f"CASE WHEN ri.project_id IN (SELECT tp.project_id FROM {listed}) " \
+              "THEN ri.project_id ELSE '' END"  # noqa: S608 - bound parameters only
+    query = _DISTINCT_KINDS.format(cls=cls)
     rows = session.execute(sa.text(query), bound).all()
     return [(r.rtype, r.state_null, r.state, r.size_text, r.size, r.cls) for r in rows]
 
