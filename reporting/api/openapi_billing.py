@@ -38,7 +38,8 @@ _RATES_DOC = {
     "type": "object",
     "description": "Per resource type: instance {per: hour, by_flavor, by_resources}, "
     "volume {per: gb_hour, rate, type_modifiers}, floating_ip {per: hour, rate}, "
-    "image {per: gb_hour, rate}, loadbalancer {per: hour, rate, listener, pool}.",
+    "image {per: gb_hour, rate}, loadbalancer {per: hour, rate, listener, pool}; any other "
+    "registered resource type {per: hour | <size>_hour, size, rate} (a sized type).",
 }
 
 SCHEMAS: dict[str, Any] = {
@@ -55,6 +56,12 @@ SCHEMAS: dict[str, Any] = {
                 "description": "A project id (no NUL, no unpaired surrogate)."}},
             "rates": _RATES_DOC,
             "state_modifiers": {"type": "object"},
+            "project_terms": {
+                "type": "object",
+                "description": "Per project, its dated terms (no overlap): "
+                "[{from, until, discount_percent, rates}]; carried forward from the version "
+                "before when omitted, {} clears them.",
+                "additionalProperties": {"type": "array", "items": {"type": "object"}}},
         },
     },
     "PriceListVersion": _all({

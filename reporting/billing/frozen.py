@@ -76,10 +76,11 @@ def freeze_in_python(session: Session, cloud: str, period: str,
     caller, who renders it with the totals answered."""
     start, end = periods.parse(period)
     ranges = kinds_of.ranges(versions, start, end)
-    number = {r.version.label if r.version else None: r.number for r in ranges}
+    number = {id(r.version): r.number for r in ranges}  # a version may have several
     items = statements.intervals(session, cloud, start, end)
     pieces = []
-    distinct: dict[tuple[str, bool, str, str], Any] = {}
+    distinct: dict[tuple[str, bool, str, str, str], Any] = {}
+    with_terms = {project for r in ranges if r.version is not None for project in r.version.terms}
     for item in items:
         clipped = rating.clip(item.interval, start, end, now)
         if clipped is None:
@@ -87,16 +88,19 @@ def freeze_in_python(session: Session, cloud: str, period: str,
         interval = item.interval
         size_text = json.dumps(interval.size, separators=(",", ":"), ensure_ascii=False)
         key = (item.resource_type, interval.state is None, interval.state or "", size_text)
-        distinct.setdefault(key, interval.size)
+        owner = interval.project_id if interval.project_id in with_terms else ""
+        distinct.setdefault((*key, owner), interval.size)
         for piece_start, piece_end, version in in_effect(list(versions), *clipped):
             pieces.append((item, key, piece_start, piece_end, version))
-    priced = kinds_of.price([(*key, size) for key, size in distinct.items()], ranges)
-    by_key = {(k.number, k.resource_type, k.state_null, k.state, k.size_text): k for k in priced}
+    priced = kinds_of.price([(*k[:4], size, k[4]) for k, size in distinct.items()], ranges)
+    by_key = {(k.number, k.project, k.resource_type, k.state_null, k.state, k.size_text): k
+              for k in priced}
     rows: dict[str, dict[str, Any]] = {}
     for item, key, piece_start, piece_end, version in sorted(
             pieces, key=lambda p: (p[0].resource_type, p[0].resource_id, p[2])):
-        kind = by_key[(number[version.label if version else None], *key)]
         interval = item.interval
+        project = rating.term_project(version, interval.project_id) or ""
+        kind = by_key[(number[id(version)], project, *key)]
         zero = version is not None and interval.project_id in version.zero_rated_projects
         line = rating.line_of(item.resource_type, item.resource_id, interval, piece_start,
                               piece_end, kind.label, kind.unit, kind.price, zero, kind.places)

@@ -1,8 +1,9 @@
 """What the set-based rating prices in Python: each distinct (version, type, state,
 size) of a period, once.
 
-A line's price depends only on the price version in effect over it and its
-resource's type, state and size (``reporting.billing.rating.price_of``).  A month of
+A line's price depends only on the price version in effect over it (a piece of it,
+cut at its project terms' dates), its resource's type, state and size, and whether
+its project has terms there (``reporting.billing.rating.price_of``).  A month of
 a large cloud has about a million lines but a few dozen such kinds, so the
 database finds the kinds (one grouping query), Python prices each with the pure
 rating's own code, and the database then rates every line by joining its kind
@@ -27,7 +28,7 @@ from fractions import Fraction
 from typing import Any
 
 from reporting.billing import money
-from reporting.billing.pricelist import UNITS, PriceVersion
+from reporting.billing.pricelist import PriceVersion, unit_of
 from reporting.billing.rating import Price, price_of
 
 _INT64 = 2**63 - 1
@@ -75,6 +76,8 @@ class Kind:
     unit: str | None
     price: Price
     places: int = money.MINOR_PLACES  # the decimals of its currency's minor unit
+    # The project whose terms price it ('' for every project without terms then).
+    project: str = ""
 
     @property
     def rated(self) -> bool:
@@ -99,22 +102,36 @@ class Kind:
         return json.dumps(self.size, separators=(",", ":"), ensure_ascii=False)
 
 
-def price(distinct: Iterable[tuple[str, bool, str, str, Any]],
-          periods: Sequence[VersionRange]) -> list[Kind]:
-    """Every ``(resource_type, state_null, state, size_text, size)`` priced by every
-    range, numbered from 1 in a fixed order."""
-    kinds: list[Kind] = []
-    for rtype, state_null, state, size_text, size in sorted(distinct, key=lambda k: k[:4]):
+# A kind as the database finds it: (resource_type, state_null, state, size_text, size,
+# project): project '' for every project without terms, else the project with some.
+Distinct = tuple[str, bool, str, str, Any, str]
+
+
+def price(distinct: Iterable[Distinct], periods: Sequence[VersionRange]) -> list[Kind]:
+    """Every ``(resource_type, state_null, state, size_text, size, project)`` priced by
+    every range: for its project in a range with terms for it, for every project
+    without terms elsewhere; numbered from 1 in a fixed order."""
+    found: dict[tuple[int, str, str, bool, str, str], Kind] = {}
+    for rtype, state_null, state, size_text, size, owner in sorted(
+            distinct, key=lambda k: (k[5], *k[:4])):
         for period in periods:
             version = period.version
-            kinds.append(Kind(
+            project = owner if version is not None and owner in version.terms else ""
+            key = (period.number, project, rtype, state_null, state, size_text)
+            if key in found:
+                continue
+            found[key] = Kind(
                 kid=0, number=period.number, resource_type=rtype, state_null=state_null,
                 state=state, size_text=size_text, size=size,
-                label=version.label if version else None, unit=UNITS.get(rtype),
-                price=price_of(rtype, size, None if state_null else state, version),
+                label=version.label if version else None, unit=unit_of(rtype, version),
+                price=price_of(rtype, size, None if state_null else state, version,
+                               project or None),
                 places=version.minor_units if version is not None else money.MINOR_PLACES,
-            ))
-    kinds.sort(key=lambda k: (k.number, k.resource_type, k.state_null, k.state, k.size_text))
+                project=project,
+            )
+    kinds = list(found.values())
+    kinds.sort(key=lambda k: (k.number, k.project, k.resource_type, k.state_null, k.state,
+                              k.size_text))
     return [dataclasses.replace(k, kid=n) for n, k in enumerate(kinds, 1)]
 
 

@@ -10,14 +10,26 @@ A document (``PUT /v1/price-lists/{cloud}``; ``docs/statements.md``)::
                "floating_ip": {"per": "hour", "rate": "0.005"},
                "image": {"per": "gb_hour", "rate": "0.00005"},
                "loadbalancer": {"per": "hour", "rate": "0.030", "listener": "0.005",
-                                "pool": "0.005"}},
+                                "pool": "0.005"},
+               "share": {"per": "size_gb_hour", "size": "size_gb", "rate": "0.00002"}},
      "state_modifiers": {"instance": {"shutoff": "0.5", "shelved": "0"}}}
+
+A type other than the five built in (``share`` above) is a *sized* type: any resource
+type registered with a size schema (``/v1/resource-types``) is priced per hour, or per
+hour × the number its size holds in the member ``size`` names (``per`` is then
+``<size>_hour``).  Whether the type is registered with that member is checked when a
+version is added (``versions.add``), not here: a stored version is read as it was
+accepted.
 
 Every amount is a decimal string; every member not listed here is refused, so a
 misspelt key never silently prices something at nothing.  A new version
 (``parse_new``) is also refused for text no database can hold and for a currency that
 is not an ISO 4217 code with a minor unit: a stored version is never removed, so
 whatever it holds is priced, summed and closed with for ever.
+
+``project_terms`` gives projects dated terms of their own (their own rates for some
+types, a percentage discount); ``expand`` cuts a version where one begins or ends, so
+the rating sees, piece by piece, the terms in force.
 """
 
 from __future__ import annotations
@@ -31,6 +43,7 @@ from typing import Any
 
 from mapping.event import MAX_ID_LEN, TimestampError, parse_timestamp
 from reporting.billing import currencies
+from reporting.billing.money import EXACT as _EXACT
 from reporting.billing.money import MoneyError, parse_decimal
 
 DEFAULT_LIST = "default"  # applies to every cloud without a list of its own
@@ -51,6 +64,10 @@ _RATE_MEMBERS = {
     "loadbalancer": {"per", "rate", "listener", "pool"},
 }
 INSTANCE_RESOURCES = ("vcpus", "ram_gb", "disk_gb")
+# A sized type's name (as ``/v1/resource-types`` registers it) and its size member's.
+SIZED_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
+SIZE_MEMBER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+_SIZED_MEMBERS = {"per", "rate", "size"}
 
 
 class PriceListError(ValueError):
@@ -67,6 +84,25 @@ class TypeRate:
     type_modifiers: Mapping[str, Decimal] = dataclasses.field(default_factory=dict)
     listener: Decimal = Decimal(0)
     pool: Decimal = Decimal(0)
+    # A sized type: the size member whose number multiplies the hours (None: hours
+    # alone), and the unit its lines are in ("hour", "<size>_hour").
+    size: str | None = None
+    unit: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ProjectTerm:
+    """One project's dated terms in a version: its own rates for some types and a
+    percentage discount, over ``[start, end)`` (and only while the version prices)."""
+
+    start: dt.datetime  # naive UTC
+    end: dt.datetime | None  # None: for as long as the version prices
+    discount_percent: Decimal
+    rates: Mapping[str, TypeRate]
+
+    def multiplier(self) -> Decimal:
+        """What the discount leaves of an amount: (100 - percent) / 100, exactly."""
+        return (Decimal(100) - self.discount_percent).scaleb(-2, context=_EXACT)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +117,12 @@ class PriceVersion:
     state_modifiers: Mapping[str, Mapping[str, Decimal]]
     # The decimals amounts are rounded to: the currency's ISO 4217 minor units.
     minor_units: int = currencies.LEGACY_PLACES
+    # Each project's dated terms, as the document states them.
+    project_terms: Mapping[str, tuple[ProjectTerm, ...]] = dataclasses.field(
+        default_factory=dict)
+    # The terms in force over this piece of the version (``expand`` cuts a version at
+    # its terms' dates): what the rating reads.
+    terms: Mapping[str, ProjectTerm] = dataclasses.field(default_factory=dict)
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
@@ -115,9 +157,38 @@ def _decimal(value: Any, where: str) -> Decimal:
         raise PriceListError(str(exc)) from None
 
 
+def sized_unit(size: str | None) -> str:
+    """The unit of a sized type's lines: hours, or hours × its size member."""
+    return "hour" if size is None else f"{size}_hour"
+
+
+def _sized_rate(resource_type: str, entry: dict[str, Any]) -> TypeRate:
+    where = f"rates.{resource_type}"
+    if not SIZED_TYPE.match(resource_type):
+        raise PriceListError(
+            f"rates has a member {resource_type!r} that is neither a built-in type "
+            f"({', '.join(UNITS)}) nor a resource type name (^[a-z][a-z0-9_]*$)")
+    _only(entry, _SIZED_MEMBERS, where)
+    size = entry.get("size")
+    if size is not None and (not isinstance(size, str) or not SIZE_MEMBER.match(size)):
+        raise PriceListError(
+            f"{where}.size must name a member of the type's size (^[A-Za-z_][A-Za-z0-9_]*$, "
+            "e.g. \"size_gb\")")
+    unit = sized_unit(size)
+    if entry.get("per") != unit:
+        reason = "the size member it names" if size is not None else "no size member"
+        raise PriceListError(f"{where}.per must be \"{unit}\" ({reason}: per hour"
+                             f"{' × ' + size if size is not None else ''})")
+    if "rate" not in entry:
+        raise PriceListError(f"{where}.rate is required")
+    return TypeRate(rate=_decimal(entry["rate"], f"{where}.rate"), size=size, unit=unit)
+
+
 def _type_rate(resource_type: str, value: Any) -> TypeRate:
     where = f"rates.{resource_type}"
     entry = _object(value, where)
+    if resource_type not in UNITS:
+        return _sized_rate(resource_type, entry)
     _only(entry, _RATE_MEMBERS[resource_type], where)
     if entry.get("per") != UNITS[resource_type]:
         raise PriceListError(f"{where}.per must be \"{UNITS[resource_type]}\"")
@@ -142,17 +213,73 @@ def _type_rate(resource_type: str, value: Any) -> TypeRate:
     )
 
 
+def _timestamp(value: Any, where: str) -> dt.datetime:
+    try:
+        return parse_timestamp(value).replace(tzinfo=None)
+    except (TimestampError, TypeError, AttributeError):
+        raise PriceListError(
+            f"{where} must be an RFC 3339 timestamp with an offset, e.g. 2026-10-01T00:00:00Z"
+        ) from None
+
+
+def _override(name: str, value: Any, where: str, rates: Mapping[str, TypeRate]) -> TypeRate:
+    """A project's own rates for type ``name``: the same form as ``rates.<name>``, in the
+    same unit (an override changes prices, never what a line counts)."""
+    if name not in rates:
+        raise PriceListError(f"{where}.{name}: the version has no rates.{name} to override")
+    try:
+        override = _type_rate(name, value)
+    except PriceListError as exc:
+        raise PriceListError(str(exc).replace(f"rates.{name}", f"{where}.{name}", 1)) from None
+    if override.size != rates[name].size:
+        raise PriceListError(
+            f"{where}.{name}.size must be {rates[name].size!r} as in rates.{name}: an override "
+            "changes prices, not what a line counts")
+    return override
+
+
+def _terms(value: Any, effective_from: dt.datetime, rates: Mapping[str, TypeRate]
+           ) -> dict[str, tuple[ProjectTerm, ...]]:
+    found: dict[str, tuple[ProjectTerm, ...]] = {}
+    for project, listed in _object(value, "project_terms").items():
+        _name(project, "a key of project_terms")
+        where = f"project_terms.{project}"
+        if not isinstance(listed, list) or not listed:
+            raise PriceListError(f"{where} must be a non-empty list of terms")
+        terms = []
+        for index, raw in enumerate(listed):
+            at = f"{where}[{index}]"
+            entry = _object(raw, at)
+            _only(entry, {"from", "until", "discount_percent", "rates"}, at)
+            if "discount_percent" not in entry and "rates" not in entry:
+                raise PriceListError(f"{at} needs discount_percent or rates")
+            start = (_timestamp(entry["from"], f"{at}.from") if "from" in entry
+                     else effective_from)
+            if start < effective_from:
+                raise PriceListError(f"{at}.from falls before the version's effective_from")
+            end = _timestamp(entry["until"], f"{at}.until") if "until" in entry else None
+            if end is not None and end <= start:
+                raise PriceListError(f"{at}.until must be after its from")
+            discount = _decimal(entry.get("discount_percent", "0"), f"{at}.discount_percent")
+            if discount > 100:
+                raise PriceListError(f"{at}.discount_percent must be at most 100")
+            overrides = {name: _override(name, rate, f"{at}.rates", rates)
+                         for name, rate in _object(entry.get("rates", {}), f"{at}.rates").items()}
+            terms.append(ProjectTerm(start, end, discount, overrides))
+        terms.sort(key=lambda term: term.start)
+        for earlier, later in zip(terms, terms[1:], strict=False):
+            if earlier.end is None or earlier.end > later.start:
+                raise PriceListError(f"{where} has terms that overlap; each instant has one")
+        found[project] = tuple(terms)
+    return found
+
+
 def parse(document: Any, label: str = "") -> PriceVersion:
     """Validate a price list document; raises PriceListError with the reason."""
     doc = _object(document, "the price list")
-    _only(doc, {"effective_from", "currency", "zero_rated_projects", "rates", "state_modifiers"},
-          "the price list")
-    try:
-        effective_from = parse_timestamp(doc.get("effective_from"))  # type: ignore[arg-type]
-    except TimestampError:
-        raise PriceListError(
-            "effective_from must be an RFC 3339 timestamp with an offset, e.g. 2026-10-01T00:00:00Z"
-        ) from None
+    _only(doc, {"effective_from", "currency", "zero_rated_projects", "rates", "state_modifiers",
+                "project_terms"}, "the price list")
+    effective_from = _timestamp(doc.get("effective_from"), "effective_from")
     currency = doc.get("currency")
     if not isinstance(currency, str) or not _CURRENCY.match(currency):
         raise PriceListError("currency must be an ISO 4217 code such as \"EUR\"")
@@ -161,22 +288,89 @@ def parse(document: Any, label: str = "") -> PriceVersion:
         raise PriceListError("zero_rated_projects must be a list of project ids")
     projects = frozenset(_name(p, "a zero_rated_projects entry") for p in zero_rated)
     rates_doc = _object(doc.get("rates"), "rates")
-    _only(rates_doc, set(UNITS), "rates")
     rates = {kind: _type_rate(kind, value) for kind, value in rates_doc.items()}
     modifiers_doc = _object(doc.get("state_modifiers", {}), "state_modifiers")
-    _only(modifiers_doc, set(UNITS), "state_modifiers")
+    _only(modifiers_doc, set(UNITS) | set(rates), "state_modifiers")
     state_modifiers = {
         kind: _decimals(value, f"state_modifiers.{kind}") for kind, value in modifiers_doc.items()
     }
     return PriceVersion(
         label=label,
-        effective_from=effective_from.replace(tzinfo=None),
+        effective_from=effective_from,
         currency=currency,
         zero_rated_projects=projects,
         rates=rates,
         state_modifiers=state_modifiers,
         minor_units=currencies.places(currency),
+        project_terms=_terms(doc.get("project_terms", {}), effective_from, rates),
     )
+
+
+def expand(versions: Sequence[PriceVersion]) -> list[PriceVersion]:
+    """A timeline cut at its versions' project terms' dates: each piece the version
+    with the terms in force from its ``effective_from`` (the label stays the
+    version's).  A term prices only while its version does."""
+    pieces: list[PriceVersion] = []
+    for index, version in enumerate(versions):
+        until = versions[index + 1].effective_from if index + 1 < len(versions) else None
+        cuts = {version.effective_from}
+        for terms in version.project_terms.values():
+            for term in terms:
+                cuts.update(moment for moment in (term.start, term.end) if moment is not None)
+        for start in sorted(c for c in cuts if c >= version.effective_from
+                            and (until is None or c < until)):
+            active = {project: term for project, terms in version.project_terms.items()
+                      for term in terms
+                      if term.start <= start and (term.end is None or start < term.end)}
+            pieces.append(dataclasses.replace(version, effective_from=start, terms=active))
+    return pieces
+
+
+def unit_of(resource_type: str, version: PriceVersion | None) -> str | None:
+    """The unit a line of ``resource_type`` is in under ``version``: a built-in type's
+    fixed unit, a sized type's as the version prices it, None for a type it does not
+    price (its lines are unrated)."""
+    if resource_type in UNITS:
+        return UNITS[resource_type]
+    rates = version.rates.get(resource_type) if version is not None else None
+    return None if rates is None else rates.unit
+
+
+def sized_types(version: PriceVersion) -> dict[str, str | None]:
+    """The sized types ``version`` prices, each with the size member it names (a
+    project's override prices only a type the version prices)."""
+    return {name: rates.size for name, rates in version.rates.items() if name not in UNITS}
+
+
+def _numeric(schema: Any) -> bool:
+    """Whether a size schema's property may hold a number (no ``type``: it may)."""
+    if not isinstance(schema, dict) or "type" not in schema:
+        return isinstance(schema, dict)
+    declared = schema["type"]
+    names = declared if isinstance(declared, list) else [declared]
+    return "integer" in names or "number" in names
+
+
+def check_registered(version: PriceVersion,
+                     schemas: Mapping[str, Sequence[tuple[str, Any]]]) -> None:
+    """Refuse a sized type no platform registers (``schemas``: per type, each
+    ``(platform, size schema)`` registered), or whose size member no registered schema
+    declares as a number: its lines could never be rated."""
+    for name, size in sorted(sized_types(version).items()):
+        registered = schemas.get(name, ())
+        if not registered:
+            raise PriceListError(
+                f"rates.{name}: {name} is not a registered resource type (register its size "
+                "schema with PUT /v1/resource-types/{platform}/" + name + " first)")
+        if size is None:
+            continue
+        if not any(isinstance(schema, dict)
+                   and _numeric((schema.get("properties") or {}).get(size))
+                   for _platform, schema in registered):
+            platforms = ", ".join(f"{platform}/{name}" for platform, _schema in registered)
+            raise PriceListError(
+                f"rates.{name}.size: no size schema registered for {name} ({platforms}) "
+                f"declares a numeric member {size!r}")
 
 
 def minor_units_of(versions: Sequence[PriceVersion]) -> int:

@@ -20,7 +20,13 @@ from typing import Any
 
 from mapping.event import format_timestamp
 from reporting.billing import money
-from reporting.billing.pricelist import INSTANCE_RESOURCES, UNITS, PriceVersion, in_effect
+from reporting.billing.pricelist import (
+    INSTANCE_RESOURCES,
+    UNITS,
+    PriceVersion,
+    in_effect,
+    unit_of,
+)
 from reporting.fold import Interval
 
 _ONE = Decimal(1)
@@ -104,10 +110,14 @@ def _no_flavor(flavor: Any) -> str:
 
 
 def base_rate(
-    resource_type: str, size: Mapping[str, Any] | None, version: PriceVersion
+    resource_type: str, size: Mapping[str, Any] | None, version: PriceVersion,
+    project: str | None = None,
 ) -> tuple[Decimal, Decimal] | str:
-    """``(rate per unit, type modifier)`` for a resource of this size, or why it has none."""
-    rates = version.rates.get(resource_type)
+    """``(rate per unit, type modifier)`` for a resource of this size, or why it has none
+    (in ``project``, whose terms may override the type's rates)."""
+    term = version.terms.get(project) if project is not None else None
+    rates = (term.rates.get(resource_type) if term is not None else None) or \
+        version.rates.get(resource_type)
     if rates is None:
         return f"no rate for resource type {resource_type} in price list {version.label}"
     if resource_type == "instance":
@@ -131,6 +141,8 @@ def base_rate(
             total = money.add(total, money.multiply(amount, rates.by_resources[member]))
         return total, _ONE
     assert rates.rate is not None
+    if resource_type not in UNITS:  # a sized type: its size member is the quantity's factor
+        return rates.rate, _ONE
     if resource_type == "loadbalancer":
         listeners = _size_number(size, "listeners") or Decimal(0)
         pools = _size_number(size, "pools") or Decimal(0)
@@ -140,6 +152,17 @@ def base_rate(
     if resource_type == "volume" and size and isinstance(size.get("type"), str):
         modifier = rates.type_modifiers.get(size["type"], _ONE)
     return rates.rate, modifier
+
+
+def _size_member(resource_type: str, version: PriceVersion | None) -> str | None:
+    """The size member whose number multiplies the hours: ``size_gb`` of the gb_hour
+    types, the member a sized type's rates name (None: hours alone)."""
+    if UNITS.get(resource_type) == "gb_hour":
+        return "size_gb"
+    if resource_type in UNITS or version is None:
+        return None
+    rates = version.rates.get(resource_type)
+    return None if rates is None else rates.size
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,14 +177,15 @@ class _Price:
 
 
 def _price(resource_type: str, size: Mapping[str, Any] | None, state: str | None,
-           version: PriceVersion | None) -> _Price:
+           version: PriceVersion | None, project: str | None = None) -> _Price:
     factor: Fraction | None = Fraction(1)
     reason: str | None = None
-    if UNITS.get(resource_type) == "gb_hour":
-        size_gb = _size_number(size, "size_gb")
-        factor = None if size_gb is None else Fraction(size_gb)
-        reason = "the size has no size_gb" if size_gb is None else None
-    priced = base_rate(resource_type, size, version) if version else None
+    member = _size_member(resource_type, version)
+    if member is not None:
+        number = _size_number(size, member)
+        factor = None if number is None else Fraction(number)
+        reason = f"the size has no {member}" if number is None else None
+    priced = base_rate(resource_type, size, version, project) if version else None
     if version is None:
         reason = "no price list in effect"
     elif isinstance(priced, str):
@@ -171,6 +195,9 @@ def _price(resource_type: str, size: Mapping[str, Any] | None, state: str | None
     rate, type_modifier = priced
     modifier = money.multiply(type_modifier, version.state_modifiers.get(resource_type, {}).get(
         state or "", _ONE))
+    term = version.terms.get(project) if project is not None else None
+    if term is not None and term.discount_percent:
+        modifier = money.multiply(modifier, term.multiplier())  # the project's discount
     if reason is not None or factor is None:
         return _Price(factor, rate, modifier, reason, None)
     return _Price(factor, rate, modifier, None, factor * Fraction(rate) * Fraction(modifier))
@@ -182,22 +209,30 @@ _PriceCache = dict[tuple[Any, ...], _Price]
 
 
 def price_of(resource_type: str, size: Mapping[str, Any] | None, state: str | None,
-             version: PriceVersion | None) -> Price:
-    """How ``version`` prices a piece of this type, size and state (None: no version)."""
-    return _price(resource_type, size, state, version)
+             version: PriceVersion | None, project: str | None = None) -> Price:
+    """How ``version`` prices a piece of this type, size and state (None: no version),
+    in ``project`` when the version has terms for it (None: in every other project)."""
+    return _price(resource_type, size, state, version, project)
+
+
+def term_project(version: PriceVersion | None, project_id: str) -> str | None:
+    """``project_id`` when ``version`` has terms for it over this piece, else None:
+    every other project is priced alike."""
+    return project_id if version is not None and project_id in version.terms else None
 
 
 def _cached_price(cache: _PriceCache, resource_type: str, size: Mapping[str, Any] | None,
-                  state: str | None, version: PriceVersion | None) -> _Price:
+                  state: str | None, version: PriceVersion | None,
+                  project: str | None) -> _Price:
     try:
-        key: tuple[Any, ...] = (id(version), resource_type, state,
+        key: tuple[Any, ...] = (id(version), project, resource_type, state,
                                 tuple(sorted(size.items())) if size else None)
         hash(key)
     except TypeError:  # a size holding lists or objects: priced without the cache
-        return _price(resource_type, size, state, version)
+        return _price(resource_type, size, state, version, project)
     found = cache.get(key)
     if found is None:
-        found = cache[key] = _price(resource_type, size, state, version)
+        found = cache[key] = _price(resource_type, size, state, version, project)
     return found
 
 
@@ -212,14 +247,17 @@ def rate_piece(
     """The line of ``item``'s interval over ``[start, end)``, priced by ``version``
     and rounded to ``places`` (None: the minor units of the version's currency)."""
     interval = item.interval
-    price = (_cached_price(cache, item.resource_type, interval.size, interval.state, version)
+    project = term_project(version, interval.project_id)
+    price = (_cached_price(cache, item.resource_type, interval.size, interval.state, version,
+                           project)
              if cache is not None
-             else _price(item.resource_type, interval.size, interval.state, version))
+             else _price(item.resource_type, interval.size, interval.state, version, project))
     zero_rated = version is not None and interval.project_id in version.zero_rated_projects
     if places is None:
         places = version.minor_units if version is not None else money.MINOR_PLACES
     return line_of(item.resource_type, item.resource_id, interval, start, end,
-                   version.label if version else None, UNITS.get(item.resource_type), price,
+                   version.label if version else None, unit_of(item.resource_type, version),
+                   price,
                    zero_rated, places)
 
 

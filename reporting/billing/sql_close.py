@@ -65,7 +65,7 @@ def freeze(session: Session, cloud: str, period: str, versions: Sequence[PriceVe
               "minor": money.text(money.minor(1, minor_units_of(versions)))}
     ranges = kinds_of.ranges(versions, start, end)
     with sql_rating.local_settings(session, sql_rating.SETTINGS):
-        kinds = kinds_of.price(sql_rating.distinct_kinds(session, params), ranges)
+        kinds = kinds_of.price(sql_rating.distinct_kinds(session, params, ranges), ranges)
     if kinds:
         session.execute(sa.insert(ClosedKind), frozen.kind_rows(cloud, period, kinds))
     statement = _FREEZE.format(

@@ -37,14 +37,17 @@ _ATTEMPTS = 5  # kinds re-priced at most this often when ingest adds some meanwh
 _OVERLAP = ('ri.cloud = :cloud AND ri.start < CAST(:cap AS timestamp) '
             'AND (ri."end" IS NULL OR ri."end" > CAST(:pstart AS timestamp))')
 
-_DISTINCT_KINDS = sa.text(f"""
-SELECT d.rtype, d.state_null, d.state, d.size_text, CAST(d.size_text AS json) AS size
+# The period's kinds; a project with terms in a version range (``tp``) has its own.
+_DISTINCT_KINDS = f"""
+SELECT d.rtype, d.state_null, d.state, d.size_text, CAST(d.size_text AS json) AS size, d.cls
 FROM (SELECT ri.resource_type AS rtype, ri.state IS NULL AS state_null,
              COALESCE(ri.state, '') AS state,
-             COALESCE(CAST(ri.size AS text), 'null') AS size_text
+             COALESCE(CAST(ri.size AS text), 'null') AS size_text, {{cls}} AS cls
       FROM resource_intervals ri WHERE {_OVERLAP}
-      GROUP BY 1, 2, 3, 4) AS d
-""")  # noqa: S608 - constants only
+      GROUP BY 1, 2, 3, 4, 5) AS d
+"""  # noqa: S608 - constants only
+# Without project terms (the common case) every kind is every project's.
+_NO_TERMS = "CAST('' AS text)"
 
 
 def values(name: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]],
@@ -72,8 +75,9 @@ def _bound(moment: dt.datetime | None, infinity: str) -> dt.datetime | str:
 def pieces(params: dict[str, Any], periods: Sequence[VersionRange], kinds: Sequence[Kind],
            max_micros: int) -> str:
     """The ``FROM … WHERE`` of every piece: ``ri`` the interval, ``v.n`` its version
-    range, ``p.s``/``p.e`` its bounds, ``k`` its kind (NULL: a kind not priced), ``z``
-    not NULL when its project is zero-rated by its version."""
+    range, ``p.s``/``p.e`` its bounds, ``t`` not NULL when the range has terms for its
+    project, ``k`` its kind (NULL: a kind not priced), ``z`` not NULL when its project
+    is zero-rated by its version."""
     version_rows = [(r.number, _bound(r.start, "-infinity"), _bound(r.end, "infinity"))
                     for r in periods]
     kind_rows = []
@@ -81,7 +85,8 @@ def pieces(params: dict[str, Any], periods: Sequence[VersionRange], kinds: Seque
         per_micro = kind.minor_per_micro()
         big = None if per_micro is None else kind.integer_safe(max_micros)
         kind_rows.append((
-            kind.kid, kind.number, kind.resource_type, kind.state_null, kind.state,
+            kind.kid, kind.number, kind.project, kind.resource_type, kind.state_null,
+            kind.state,
             kind.size_text, big,
             per_micro.numerator if per_micro is not None and big else None,
             per_micro.denominator if per_micro is not None and big else None,
@@ -93,10 +98,19 @@ def pieces(params: dict[str, Any], periods: Sequence[VersionRange], kinds: Seque
     version_values = values("v", [("n", "integer"), ("vfrom", "timestamp"),
                                   ("vto", "timestamp")], version_rows, params)
     kind_values = values("k", [
-        ("kid", "integer"), ("n", "integer"), ("rtype", "text"), ("state_null", "boolean"),
+        ("kid", "integer"), ("n", "integer"), ("cls", "text"), ("rtype", "text"),
+        ("state_null", "boolean"),
         ("state", "text"), ("size_text", "text"), ("big", "boolean"), ("ca", "bigint"),
         ("cb", "bigint"), ("nca", "numeric"), ("ncb", "numeric")], kind_rows, params)
     zero_values = values("z", [("n", "integer"), ("project_id", "text")], zero_rows, params)
+    term_rows = sorted({(r.number, project) for r in periods if r.version is not None
+                        for project in r.version.terms})
+    # Without project terms (the common case) the pieces join no terms at all.
+    term_join = term_kind = ""
+    if term_rows:
+        term_values = values("t", [("n", "integer"), ("project_id", "text")], term_rows, params)
+        term_join = f"LEFT JOIN {term_values} ON t.n = v.n AND t.project_id = ri.project_id"
+        term_kind = "AND k.cls = COALESCE(t.project_id, '') "
     return f"""
 FROM resource_intervals ri
 JOIN {version_values}
@@ -109,8 +123,9 @@ CROSS JOIN LATERAL (
 CROSS JOIN LATERAL (
   SELECT CAST(round(date_part('epoch', p.e - p.s) * 1000000) AS bigint) AS m
 ) AS d
+{term_join}
 LEFT JOIN {kind_values}
-  ON k.n = v.n AND k.rtype = ri.resource_type AND k.state_null = (ri.state IS NULL)
+  ON k.n = v.n {term_kind}AND k.rtype = ri.resource_type AND k.state_null = (ri.state IS NULL)
  AND k.state = COALESCE(ri.state, '') AND k.size_text = COALESCE(CAST(ri.size AS text), 'null')
 LEFT JOIN {zero_values} ON z.n = v.n AND z.project_id = ri.project_id
 WHERE {_OVERLAP} AND p.e > p.s"""  # noqa: S608 - constants and bound parameters only
@@ -150,9 +165,22 @@ def local_settings(session: Session, settings: Sequence[tuple[str, str]]) -> Ite
         session.execute(sa.text(f"RESET {name}"))
 
 
-def distinct_kinds(session: Session, params: dict[str, Any]) -> list[tuple[str, bool, str, str, Any]]:
-    rows = session.execute(_DISTINCT_KINDS, params).all()
-    return [(r.rtype, r.state_null, r.state, r.size_text, r.size) for r in rows]
+def distinct_kinds(session: Session, params: dict[str, Any],
+                   periods: Sequence[VersionRange] = ()) -> list[kinds_of.Distinct]:
+    """The period's ``(type, state_null, state, size_text, size, project)``: project
+    ``''`` for every project without terms in ``periods``, each project with some
+    apart (so only the kinds that occur in it are priced for it)."""
+    bound = dict(params)
+    projects = sorted({(project,) for r in periods if r.version is not None
+                       for project in r.version.terms})
+    cls = _NO_TERMS
+    if projects:
+        listed = values("tp", [("project_id", "text")], projects, bound)
+        cls = f"CASE WHEN ri.project_id IN (SELECT tp.project_id FROM {listed}) " \
+              "THEN ri.project_id ELSE '' END"  # noqa: S608 - bound parameters only
+    query = _DISTINCT_KINDS.format(cls=cls)
+    rows = session.execute(sa.text(query), bound).all()
+    return [(r.rtype, r.state_null, r.state, r.size_text, r.size, r.cls) for r in rows]
 
 
 def max_micros(pstart: dt.datetime, cap: dt.datetime) -> int:
@@ -173,7 +201,7 @@ def project_subtotals(
     base: dict[str, Any] = {"cloud": cloud, "pstart": period_start, "cap": cap}
     periods = kinds_of.ranges(versions, period_start, cap)
     with local_settings(session, SETTINGS):
-        distinct = distinct_kinds(session, base)
+        distinct = distinct_kinds(session, base, periods)
         for _attempt in range(_ATTEMPTS):
             params = dict(base)
             kinds = kinds_of.price(distinct, periods)
@@ -192,7 +220,7 @@ GROUP BY ri.project_id"""  # noqa: S608 - constants and bound parameters only
             rows = session.execute(sa.text(query), params).all()
             if not any(row.unknown for row in rows):
                 break
-            distinct = distinct_kinds(session, base)  # ingest added kinds meanwhile
+            distinct = distinct_kinds(session, base, periods)  # ingest added kinds meanwhile
         else:
             raise RuntimeError(f"the kinds of {cloud} kept changing while rating it")
     found = {

@@ -12,15 +12,17 @@ its own list.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from mapping.event import format_timestamp
+from mapping.event import format_timestamp, parse_timestamp
 from reporting.billing import periods, pricelist
 from reporting.billing.pricelist import DEFAULT_LIST, PriceListError, PriceVersion
 from reporting.db.billing_models import BillingPeriod, PriceListVersion
+from reporting.db.models import ResourceType
 
 
 class VersionConflict(ValueError):
@@ -57,12 +59,14 @@ def _parsed(row: PriceListVersion) -> PriceVersion:
 
 
 def timeline(session: Session, cloud: str) -> list[PriceVersion]:
-    """The versions pricing ``cloud``, by ``effective_from``."""
+    """The versions pricing ``cloud``, by ``effective_from``, each cut where one of its
+    project terms begins or ends (``pricelist.expand``)."""
     own = [_parsed(row) for row in rows(session, cloud)] if cloud != DEFAULT_LIST else []
     shared = [_parsed(row) for row in rows(session, DEFAULT_LIST)]
     if own:
         shared = [v for v in shared if v.effective_from < own[0].effective_from]
-    return shared + own
+    # cut at the dates of the versions' project terms (one version, several pieces)
+    return pricelist.expand(shared + own)
 
 
 def _next(froms: list[dt.datetime], moment: dt.datetime) -> dt.datetime | None:
@@ -114,13 +118,63 @@ def _carried_forward(session: Session, name: str, document: dict[str, Any],
     """``document`` as stored: one that omits ``zero_rated_projects`` carries the
     projects of the version in effect just before it (the list's, or for a cloud's list
     the ``default`` version pricing the cloud then), so adding a version never starts
-    billing a zero-rated project silently; ``[]`` says otherwise explicitly.  Stored
-    filled in, so the version says what it prices and older versions never change."""
-    if "zero_rated_projects" in document:
-        return document
+    billing a zero-rated project silently; ``[]`` says otherwise explicitly.  One that
+    omits ``project_terms`` carries that version's terms still in force (``{}`` clears
+    them).  Stored filled in, so the version says what it prices and older versions
+    never change."""
     before = [v for v in timeline(session, name) if v.effective_from < version.effective_from]
-    carried = sorted(before[-1].zero_rated_projects) if before else []
-    return {**document, "zero_rated_projects": carried}
+    stored = dict(document)
+    if "zero_rated_projects" not in document:
+        stored["zero_rated_projects"] = sorted(before[-1].zero_rated_projects) if before else []
+    if "project_terms" not in document and before and before[-1].project_terms:
+        stored["project_terms"] = _carried_terms(session, before[-1].label,
+                                                 version.effective_from)
+        try:
+            pricelist.parse(stored)
+        except PriceListError as exc:
+            raise PriceListError(
+                f"the project_terms carried forward from {before[-1].label} do not fit this "
+                f"version ({exc}); state project_terms in the version (an empty object "
+                "clears them)") from None
+    return stored
+
+
+def _carried_terms(session: Session, previous: str, since: dt.datetime) -> dict[str, Any]:
+    """The project terms of version ``previous`` (label) in force at or after
+    ``since``, from ``since`` on: a new version never drops a project's terms
+    silently."""
+    list_name, number = previous.rsplit("/", 1)
+    row = session.execute(sa.select(PriceListVersion).where(
+        PriceListVersion.name == list_name, PriceListVersion.number == int(number))).scalar_one()
+    carried: dict[str, Any] = {}
+    for project, terms in (row.document.get("project_terms") or {}).items():
+        kept = []
+        for term in terms:
+            until = term.get("until")
+            if until is not None and parse_timestamp(until).replace(tzinfo=None) <= since:
+                continue
+            start = term.get("from")
+            if start is None or parse_timestamp(start).replace(tzinfo=None) < since:
+                term = {**term, "from": format_timestamp(since)}
+            kept.append(term)
+        if kept:
+            carried[project] = kept
+    return carried
+
+
+def _schemas(session: Session, names: Iterable[str]) -> dict[str, list[tuple[str, Any]]]:
+    """The registered size schemas of the resource types ``names``, per type."""
+    wanted = sorted(names)
+    found: dict[str, list[tuple[str, Any]]] = {}
+    if not wanted:
+        return found
+    query = (sa.select(ResourceType.resource_type, ResourceType.platform,
+                       ResourceType.size_schema)
+             .where(ResourceType.resource_type.in_(wanted))
+             .order_by(ResourceType.resource_type, ResourceType.platform))
+    for row in session.execute(query):
+        found.setdefault(row.resource_type, []).append((row.platform, row.size_schema))
+    return found
 
 
 def add(session: Session, name: str, document: Any, who: str, now: dt.datetime
@@ -130,6 +184,7 @@ def add(session: Session, name: str, document: Any, who: str, now: dt.datetime
     Raises PriceListError (invalid document) or VersionConflict."""
     stored = session.execute(sa.select(PriceListVersion.currency).limit(1)).scalar()
     version = pricelist.parse_new(document, stored)
+    pricelist.check_registered(version, _schemas(session, pricelist.sized_types(version)))
     other = session.execute(
         sa.select(PriceListVersion).where(PriceListVersion.currency != version.currency).limit(1)
     ).scalar()

@@ -1,4 +1,6 @@
-"""For any history of instances and volumes and any arrival order, split anywhere by
+"""For any history of instances, volumes and shares (a sized type, registered with
+its size schema), priced with dated project terms (own rates, discounts), and any
+arrival order, split anywhere by
 closes, with a price version added after the first close (for a later period): every
 frozen statement stays byte for byte what it was, it is the statement of the facts
 received up to its cutoff, and frozen + booked + pending adjustments = the recomputed
@@ -24,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing import adjustments, closing, statements, versions
 from reporting.db import engine as db_engine
+from reporting.db import writes
 from reporting.db.models import SyncRun
 from tests.functional.billing import truth
 from tests.functional.billing.history import ACCEPT_ALL, PRICES, event, seed
@@ -33,11 +36,33 @@ START = dt.datetime(2026, 9, 28)
 SIZES = [{"vcpus": 1, "ram_gb": 2, "disk_gb": 20, "flavor": "m1.small"},
          {"vcpus": 2, "ram_gb": 4, "disk_gb": 10, "flavor": "custom"}]
 VOLUME_SIZES = [{"size_gb": 100, "type": "ssd"}, {"size_gb": 3, "type": "lvmdriver-1"}]
+SHARE_SIZES = [{"size_gb": 50}, {"size_gb": 7}, {"gigabytes": 1}]  # the last: unrated
 # What each resource type's events are called and which states and sizes they carry.
 KINDS = {
     "instance": ("compute.instance", ["active", "shutoff"], SIZES),
     "volume": ("volume", ["available", "in-use"], VOLUME_SIZES),
+    "share": ("share", ["available", "error"], SHARE_SIZES),
 }
+SHARE_SCHEMA = {"type": "object", "properties": {"size_gb": {"type": "number", "minimum": 0}}}
+# The versions of history.py with a sized type, shares per GiB-hour of size_gb (a
+# dearer rate from default/2 on), and dated project terms: p1's own rates and a
+# discount inside default/1, a term of p2 that default/2 begins before it would
+# (never in force), p1's discount from the 25th and one for zero-rated p-free.
+_TERMS = [
+    {"p1": [{"from": "2026-10-05T00:00:00Z", "until": "2026-10-12T06:00:00Z",
+             "discount_percent": "20",
+             "rates": {"instance": {"per": "hour", "by_flavor": {"m1.small": "0.017"},
+                                    "by_resources": {"vcpus": "0.013"}},
+                       "share": {"per": "size_gb_hour", "size": "size_gb",
+                                 "rate": "0.00001"}}}],
+     "p2": [{"from": "2026-10-20T00:00:00Z", "discount_percent": "50"}]},
+    {"p1": [{"from": "2026-10-25T00:00:00Z", "discount_percent": "33.3"}],
+     "p-free": [{"discount_percent": "10"}]},
+]
+SIZED_PRICES = [
+    {**document, "project_terms": terms, "rates": {**document["rates"], "share": {
+        "per": "size_gb_hour", "size": "size_gb", "rate": rate}}}
+    for document, rate, terms in zip(PRICES, ("0.00003", "0.00007"), _TERMS, strict=True)]
 # Added after October's close, effective at a drawn instant of November or December:
 # other rates, modifiers and zero-rated projects from then on.
 LATER = {
@@ -46,9 +71,20 @@ LATER = {
         "instance": {"per": "hour", "by_flavor": {"m1.small": "0.050"},
                      "by_resources": {"vcpus": "0.015"}},
         "volume": {"per": "gb_hour", "rate": "0.00020", "type_modifiers": {"ssd": "3"}},
+        # by the hour alone from then on: the unit of a sized type's lines changes too
+        "share": {"per": "hour", "rate": "0.0125"},
     },
-    "state_modifiers": {"volume": {"in-use": "1.25"}, "instance": {"shutoff": "0.1"}},
+    "state_modifiers": {"volume": {"in-use": "1.25"}, "instance": {"shutoff": "0.1"},
+                        "share": {"error": "0"}},
+    # p1 from the version on: a discount and its own volume rate
+    "project_terms": {"p1": [{"discount_percent": "7.5", "rates": {
+        "volume": {"per": "gb_hour", "rate": "0.00011"}}}]},
 }
+
+
+def register_share(session: Session) -> None:
+    """Register the share's size schema (a version pricing shares needs it)."""
+    writes.of(session).upsert_resource_type(session, "openstack", "share", SHARE_SCHEMA, NOW)
 
 
 def _fact(rtype: str, rid: str, verb: str, stamp: str, **payload: Any) -> dict[str, Any]:
@@ -139,7 +175,8 @@ def _emptied(factory: sessionmaker[Session]) -> Iterator[sessionmaker[Session]]:
 def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
              data: st.DataObject) -> None:
     with factory() as session:
-        for document in PRICES:
+        register_share(session)
+        for document in SIZED_PRICES:
             versions.add(session, "default", document, "test", NOW)
         # Observed since before October (the property is about arrival orders and close
         # points, not where the history begins: test_close_acceptance.py is).

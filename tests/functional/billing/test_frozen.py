@@ -2,7 +2,7 @@
 facts up to its cutoff, byte for byte, whichever way it was frozen: set-based on
 PostgreSQL (``sql_close``) or in Python (``frozen.freeze_in_python``, SQLite's), on
 random histories with decimal sizes, unicode and escaped ids, null states and sizes,
-every rate kind, a zero-rated project and a price change inside the month."""
+every rate kind (a sized type's too), a zero-rated project and a price change inside the month."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from reporting.billing import closing, frozen, periods, rating, service, statements, versions
 from reporting.db import engine as db_engine
 from reporting.db.billing_models import ClosedKind, ClosedStatement
+from reporting.db.models import SyncRun
 from reporting.fold import Interval
-from tests.functional.billing.history import ACCEPT_ALL, PRICES, event, seed
+from tests.functional.billing.history import ACCEPT_ALL, event, seed
+from tests.functional.billing.test_close_property import SIZED_PRICES, register_share
 
 NOW = dt.datetime(2026, 12, 15)
 PERIOD = "2026-10"
@@ -38,12 +40,14 @@ SIZES: dict[str, list[Any]] = {
     "image": [{"size_gb": 2.5}, {"size_gb": 33.333}, None],
     "floating_ip": [{"ip_version": 4}, None],
     "loadbalancer": [{"listeners": 2, "pools": 3}, {"listeners": 0, "pools": 1}],
+    # a sized type: priced by the member size_gb (the last has none: unrated)
+    "share": [{"size_gb": 12}, {"size_gb": 0.123456789}, {"gigabytes": 3}, None],
     "router": [None],  # no rate in any version: unrated
 }
 STATES = ["active", "shutoff", "ACTIVE", "", None]
 PROJECTS = ["p1", "p-free", "projé", 'p"2']
 TYPES = {"instance": "compute.instance", "volume": "volume", "image": "image",
-         "floating_ip": "floatingip", "loadbalancer": "loadbalancer", "router": "router"}
+         "floating_ip": "floatingip", "loadbalancer": "loadbalancer", "share": "share", "router": "router"}
 
 
 @st.composite
@@ -115,7 +119,14 @@ def answered(session: Session) -> dict[str, str]:
 
 def _prices(factory: sessionmaker[Session]) -> None:
     with factory() as session:
-        for document in PRICES:
+        # Observed since before the histories' first instant: a history whose every
+        # event falls after October would otherwise make October unbillable
+        # (test_close_acceptance.py tests that).
+        session.add(SyncRun(id="run-0", cloud="c1", status="completed",
+                            started_at=dt.datetime(2026, 9, 24),
+                            completed_at=dt.datetime(2026, 9, 24, 0, 5), stats={}))
+        register_share(session)
+        for document in SIZED_PRICES:
             versions.add(session, "default", document, "test", NOW)
         session.commit()
 

@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing import kinds, periods, rating, sql_rating, statements, versions
 from reporting.db import engine as db_engine
-from tests.functional.billing.history import PRICES, SMALL, event, october, seed
-from tests.functional.billing.test_close_property import histories
+from tests.functional.billing.history import SMALL, event, october, seed
+from tests.functional.billing.test_close_property import SIZED_PRICES, histories, register_share
 
 EXTRAS = [
     event("loadbalancer.create.end", "lb-1", "2026-10-04T00:00:00Z", resource_type="loadbalancer",
@@ -26,6 +26,8 @@ EXTRAS = [
           state="active"),
     event("floatingip.create.end", "fip-1", "2026-10-04T00:00:00Z", resource_type="floating_ip",
           state="DOWN", size={"ip_version": 4}),
+    event("share.create.end", "sh-1", "2026-10-04T00:00:00Z", resource_type="share",
+          state="available", size={"size_gb": 12}),
     event("router.create.end", "rt-1", "2026-10-04T00:00:00Z", resource_type="router",
           state="ACTIVE"),
     event("compute.instance.create.end", "old", "2026-09-20T00:00:00Z", project_id="p2",
@@ -53,7 +55,8 @@ def pg(pg_migrated_database: str) -> Any:
     engine = db_engine.make_engine(pg_migrated_database)
     factory = db_engine.make_sessionmaker(engine)
     with factory() as session:
-        for document in PRICES:
+        register_share(session)
+        for document in SIZED_PRICES:
             versions.add(session, "default", document, "test", dt.datetime(2026, 12, 1))
         session.commit()
     yield factory
@@ -68,8 +71,10 @@ def test_every_rate_kind_agrees(pg: sessionmaker[Session], now: dt.datetime) -> 
         python = _python(session, now)
         assert python and python == _sql(session, now)
     if now.month == 12:
-        # the image without a size and the router: unrated, one line per price version
-        assert python["p1"][1] == 4 and python["p1"][0] > Decimal("1.90")
+        # the image without a size and the router: unrated, one line per piece of the
+        # timeline from the 4th (cut at p1's term dates 10-05, 10-12 06:00 and 10-25
+        # and at default/2's 10-16: five pieces each)
+        assert python["p1"][1] == 10 and python["p1"][0] > Decimal("1.90")
         assert python["p-free"] == (Decimal("0.00"), 0)
 
 
@@ -96,7 +101,8 @@ def test_prices_beyond_64_bits_take_the_exact_numeric_path(pg: sessionmaker[Sess
                                    "by_flavor": {"m1.small": "999999999999.999999999999"}},
                       "volume": {"per": "gb_hour", "rate": "0.000000000001",
                                  "type_modifiers": {"ssd": "999999999999.999999999999"}}},
-            "state_modifiers": {"instance": {"shutoff": "0.000000000007"}}}
+            "state_modifiers": {"instance": {"shutoff": "0.000000000007"}},
+            "project_terms": {}}  # default/1's terms override shares, which it does not price
     with pg() as session:
         versions.add(session, "c1", huge, "test", dt.datetime(2026, 12, 1))
         session.commit()
@@ -105,8 +111,9 @@ def test_prices_beyond_64_bits_take_the_exact_numeric_path(pg: sessionmaker[Sess
     with pg() as session:
         start, end = periods.parse("2026-10")
         timeline = versions.timeline(session, "c1")
+        ranges = kinds.ranges(timeline, start, end)
         priced = kinds.price(sql_rating.distinct_kinds(
-            session, {"cloud": "c1", "pstart": start, "cap": end}), kinds.ranges(timeline, start, end))
+            session, {"cloud": "c1", "pstart": start, "cap": end}, ranges), ranges)
         assert any(k.rated and not k.integer_safe(sql_rating.max_micros(start, end))
                    for k in priced)
         assert any(k.rated and k.integer_safe(sql_rating.max_micros(start, end)) for k in priced)
@@ -122,8 +129,9 @@ def test_a_kind_written_between_the_two_queries_is_priced_again(
     found = sql_rating.distinct_kinds
     calls: list[int] = []
 
-    def first_without_volumes(session: Session, params: dict[str, Any]) -> list[Any]:
-        kinds_found = found(session, params)
+    def first_without_volumes(session: Session, params: dict[str, Any],
+                              ranges: Any = ()) -> list[Any]:
+        kinds_found = found(session, params, ranges)
         calls.append(len(kinds_found))
         # as if the volumes' intervals were committed after the kinds were read
         return kinds_found if len(calls) > 1 else [k for k in kinds_found if k[0] != "volume"]
@@ -156,3 +164,32 @@ def test_pages_follow_code_point_order(pg: sessionmaker[Session], limit: int) ->
             seen += list(page)
             after = list(page)[-1]
     assert seen == sorted(projects)
+
+
+def test_only_the_kinds_of_projects_with_terms_that_occur_are_priced(
+        pg: sessionmaker[Session]) -> None:
+    many = {f"p-{n:04d}": [{"discount_percent": "3"}] for n in range(3000)}
+    many["p1"] = [{"discount_percent": "40", "from": "2026-10-10T00:00:00Z"}]
+    with pg() as session:
+        versions.add(session, "c1", {
+            "effective_from": "2026-10-01T00:00:00Z", "currency": "EUR",
+            "rates": {"instance": {"per": "hour", "by_flavor": {"m1.small": "0.020"}}},
+            "project_terms": many}, "test", dt.datetime(2026, 12, 1))
+        session.commit()
+    seed(pg, october())
+    now = dt.datetime(2026, 12, 15)
+    with pg() as session:
+        start, end = periods.parse("2026-10")
+        ranges = kinds.ranges(versions.timeline(session, "c1"), start, end)
+        priced = kinds.price(sql_rating.distinct_kinds(
+            session, {"cloud": "c1", "pstart": start, "cap": end}, ranges), ranges)
+        # p1's kinds apart where its term is in force, nobody else's (3000 projects with
+        # terms and no usage price nothing)
+        assert {k.project for k in priced} == {"", "p1"}
+        assert len(priced) < 20
+        python = _python(session, now)
+        assert python == _sql(session, now)
+    # inst-a (10-02) before p1's term: 24 h x 0.020 = 0.48 in two lines (0.20 + 0.28, no
+    # state modifier here); vol-a unrated (no volume rates); inst-b from 10-15 to 10-17
+    # at 40 % off: 48 h x 0.020 x 0.60 = 0.576 -> 0.58
+    assert python["p1"] == (Decimal("1.06"), 1)

@@ -48,7 +48,7 @@ def _with(path: list[str], value: Any) -> dict[str, Any]:
     (_without(["rates", "image", "rate"]), "rates.image.rate is required"),
     (_with(["rates", "instance"], {"per": "hour"}), "rates.instance needs by_flavor or by_resources"),
     (_with(["rates", "instance", "by_resources"], {"gpus": "1"}), "unknown member(s): gpus"),
-    (_with(["rates", "network"], {"per": "hour", "rate": "1"}), "rates has unknown member(s): network"),
+    (_with(["rates", "Network"], {"per": "hour", "rate": "1"}), "rates has a member 'Network' that is neither"),
     (_with(["rate"], {}), "the price list has unknown member(s): rate"),
     (_with(["currency"], "eur"), "currency must be an ISO 4217 code"),
     (_without(["currency"]), "currency must be an ISO 4217 code"),

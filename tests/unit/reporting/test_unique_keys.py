@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 import yaml
 
+from reporting.billing import pricelist
 from reporting.cli.billing import DocumentError, read_document
 from reporting.unique_keys import DuplicateKeyError, UniqueKeyLoader, loads_json
 
@@ -73,3 +75,25 @@ def test_price_list_put_refuses_a_file_naming_a_key_twice(tmp_path: Path, name: 
         '"m1.small": 0.500', '"m1.large": 0.500'))
     assert read_document(str(path))["rates"]["instance"]["by_flavor"] == {
         "m1.small": "0.005", "m1.large": "0.500"}
+
+
+def test_a_yaml_file_with_sized_types_and_project_terms_reads_as_text(tmp_path: Path) -> None:
+    path = tmp_path / "prices.yaml"
+    path.write_text("""\
+effective_from: 2026-10-01T00:00:00Z
+currency: EUR
+rates:
+  instance: {per: hour, by_flavor: {m1.small: 0.020}}
+  share: {per: size_gb_hour, size: size_gb, rate: 0.00002}
+project_terms:
+  p-big:
+    - {from: 2026-10-10T00:00:00Z, until: 2026-10-20T00:00:00Z, discount_percent: 10,
+       rates: {instance: {per: hour, by_flavor: {m1.small: 0.015}}}}
+    - {from: 2026-10-20T00:00:00Z, discount_percent: 12.5}
+""")
+    document = read_document(str(path))
+    assert document["project_terms"]["p-big"][1] == {
+        "from": "2026-10-20T00:00:00Z", "discount_percent": "12.5"}
+    assert document["rates"]["share"]["rate"] == "0.00002"
+    version = pricelist.parse(document)
+    assert version.project_terms["p-big"][0].discount_percent == Decimal("10")
