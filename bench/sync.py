@@ -194,7 +194,7 @@ def main() -> int:
         conf.set_override("connection", db_url, group="database")
         conf.set_override("auth_strategy", "noauth", group="api")
         conf.set_override("clouds_file", str(clouds_file), group="sync")
-        conf.set_override("budget_s", 600, group="sync")  # measured, not limited
+        conf.set_override("budget_s", 7200, group="sync")  # measured, not limited (a first sync of 1M)
         app = create_app(conf)
         client = app.test_client()
         # The incremental runs': full ones far apart, a full one already done.
