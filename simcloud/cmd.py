@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "repeat per service; unset, nothing is added")
     serve.add_argument("--nova-max-microversion", default=WorldConfig.nova_max_microversion,
                        metavar="X.Y",
-                       help="nova's highest microversion (default 2.100; e.g. 2.38 for a "
+                       help="nova's highest microversion (default 2.104; e.g. 2.38 for a "
                        "nova without embedded flavors or down-cell records)")
     serve.add_argument("--without-service", action="append", default=[], metavar="TYPE",
                        dest="without_services",

@@ -19,7 +19,7 @@ API_SERVICE_TYPES = ("compute", "block-storage", "network", "image", "load-balan
 
 DEFAULT_PAGE_CAP = 1000
 NOVA_MIN_VERSION = (2, 1)
-NOVA_MAX_VERSION = (2, 100)
+NOVA_MAX_VERSION = (2, 104)
 
 
 class ConfigError(ValueError):
@@ -27,13 +27,13 @@ class ConfigError(ValueError):
 
 
 def parse_microversion(text: str) -> tuple[int, int]:
-    """``"2.38"`` -> (2, 38), within what the simulated nova knows (2.1-2.100)."""
+    """``"2.38"`` -> (2, 38), within what the simulated nova knows (2.1-2.104)."""
     parts = str(text).split(".")
     if len(parts) != 2 or not all(part.isdigit() for part in parts):
         raise ConfigError(f"nova_max_microversion must look like 2.38, got {text!r}")
     version = (int(parts[0]), int(parts[1]))
     if not NOVA_MIN_VERSION <= version <= NOVA_MAX_VERSION:
-        raise ConfigError(f"nova_max_microversion must be within 2.1-2.100, got {text}")
+        raise ConfigError(f"nova_max_microversion must be within 2.1-2.104, got {text}")
     return version
 
 
@@ -90,7 +90,7 @@ class WorldConfig:
     page_latencies: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
     # The highest microversion nova's version document names and nova accepts
     # ("2.38": a nova before Pike, without embedded flavors or down-cell records).
-    nova_max_microversion: str = "2.100"
+    nova_max_microversion: str = "2.104"
     # Services the cloud does not run (catalog types of API_SERVICE_TYPES, but never
     # compute): left out of keystone's catalog, their URLs answer 404.  The world still
     # generates its resources of every type; only the API is missing.

@@ -81,6 +81,9 @@ def _max_limit() -> int:
 
 @bp.after_request
 def _echo_version(response: Response) -> Response:
+    if response.mimetype == "application/json" and response.status_code >= 400:
+        # nova's faults are webob responses naming their charset; its answers are not
+        response.headers["Content-Type"] = "application/json; charset=UTF-8"
     version = getattr(g, "microversion", None)
     if version is not None:
         text = f"{version[0]}.{version[1]}"
@@ -104,10 +107,14 @@ def _version_entry(base: str) -> dict[str, Any]:
 
 @bp.get("/")
 def versions() -> Response:
+    # nova's list of versions: each entry without media types or describedby
     base = common.base_url()
-    v20 = dict(_version_entry(base), id="v2.0", status="SUPPORTED", version="", min_version="",
-               links=[{"href": f"{base}/compute/v2/", "rel": "self"}])
-    return common.json_response({"versions": [v20, _version_entry(base)]})
+    v20 = {"id": "v2.0", "status": "DEPRECATED", "version": "", "min_version": "",
+           "updated": "2025-07-04T12:00:00Z",
+           "links": [{"href": f"{base}/compute/v2/", "rel": "self"}]}
+    v21 = {key: value for key, value in _version_entry(base).items() if key != "media-types"}
+    v21["links"] = v21["links"][:1]
+    return common.json_response({"versions": [v20, v21]})
 
 
 @bp.get("/v2.1")
@@ -210,6 +217,24 @@ def servers_detail(project_id: str | None = None) -> Response:
         body["servers_links"] = [{"rel": "next", "href": common.page_link(
             request.path, dict(args.items()), items[-1].id)}]
     return common.json_response(body)
+
+
+@bp.get("/v2.1/servers/<server_id>")
+@bp.get("/v2.1/<project_id>/servers/<server_id>")
+def server_show(server_id: str, project_id: str | None = None) -> Response:
+    tok = common.token()
+    w = common.world()
+    now = w.now
+    res = w.by_id.get(server_id)
+    # nova finds another project's server for an admin only; a deleted one for nobody
+    if res is None or res.kind != model.INSTANCE or res.created_at > now or (
+            res.deleted_at is not None and res.deleted_at <= now) or (
+            not tok.is_admin and res.phase_at(now).project != tok.project_id):
+        return _bad(f"Instance {server_id} could not be found.", 404)
+    cache = w.view_cache.setdefault("nova-servers", {})
+    return common.json_response({"server": server_view(
+        res, now, g.microversion, tok.is_admin, common.base_url(),
+        w.faults.in_down_cell(res.id), cache)})
 
 
 def _instant_param(name: str) -> float | Response | None:

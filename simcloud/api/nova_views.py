@@ -16,6 +16,9 @@ _VM_STATUS = {
     "active": "ACTIVE", "building": "BUILD", "stopped": "SHUTOFF", "resized": "VERIFY_RESIZE",
     "shelved": "SHELVED", "shelved_offloaded": "SHELVED_OFFLOADED", "deleted": "DELETED",
 }
+# nova shows ``progress`` only in these statuses (views/servers.py _progress_statuses).
+_PROGRESS_STATUSES = frozenset({"ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE",
+                                "MIGRATING"})
 _POWER = {"active": 1, "resized": 1, "building": 0, "stopped": 4, "shelved": 4,
           "shelved_offloaded": 4, "deleted": 0}
 
@@ -64,6 +67,11 @@ def server_view(res: Resource, now: float, version: tuple[int, int], admin: bool
     offloaded = vm_state == "shelved_offloaded"
     server = dict(static)  # the parts that never change, shared between listings
     server["status"] = status_of(vm_state, task)
+    if server["status"] in _PROGRESS_STATUSES:
+        server["progress"] = 0
+    if not gone:
+        # a deleted server's ports are gone, and nova lists its groups through them
+        server["security_groups"] = [{"name": "default"}]
     server["hostId"] = "" if offloaded else static["hostId"]
     server["updated"] = _z(res.updated_at(now))
     server["OS-SRV-USG:launched_at"] = _micro(launched)
@@ -71,7 +79,7 @@ def server_view(res: Resource, now: float, version: tuple[int, int], admin: bool
     server["OS-EXT-STS:task_state"] = task
     server["OS-EXT-STS:vm_state"] = vm_state
     server["OS-EXT-STS:power_state"] = _POWER.get(vm_state, 0)
-    server["flavor"] = _flavor(phase.size, version, admin, base)
+    server["flavor"] = _flavor(phase.size, version, base)
     if admin:
         host = None if offloaded else res.host
         server["OS-EXT-SRV-ATTR:host"] = host
@@ -98,14 +106,13 @@ def _static(res: Resource, base: str, version: tuple[int, int], admin: bool
         "addresses": {},
         "accessIPv4": "",
         "accessIPv6": "",
-        "links": [{"rel": "self", "href": f"{base}/compute/v2.1/{project}/servers/{res.id}"},
-                  {"rel": "bookmark", "href": f"{base}/compute/{project}/servers/{res.id}"}],
+        # nova's links carry no project id (unless the request's URL had one)
+        "links": [{"rel": "self", "href": f"{base}/compute/v2.1/servers/{res.id}"},
+                  {"rel": "bookmark", "href": f"{base}/compute/servers/{res.id}"}],
         "OS-DCF:diskConfig": "AUTO",
-        "progress": 0,
         "OS-EXT-AZ:availability_zone": "nova",
         "config_drive": "",
         "key_name": None,
-        "security_groups": [{"name": "default"}],
         "os-extended-volumes:volumes_attached": [],
     }
     if admin:
@@ -140,7 +147,7 @@ def _static(res: Resource, base: str, version: tuple[int, int], admin: bool
 
 
 @functools.lru_cache(maxsize=1024)
-def _flavor(index: int, version: tuple[int, int], admin: bool, base: str) -> dict[str, Any]:
+def _flavor(index: int, version: tuple[int, int], base: str) -> dict[str, Any]:
     flavor = FLAVORS[index]
     if version < (2, 47):
         return {"id": flavor.id, "links": [
@@ -148,8 +155,8 @@ def _flavor(index: int, version: tuple[int, int], admin: bool, base: str) -> dic
     embedded: dict[str, Any] = {"vcpus": flavor.vcpus, "ram": flavor.ram_mb,
                                 "disk": flavor.disk_gb, "ephemeral": flavor.ephemeral_gb,
                                 "swap": 0, "original_name": flavor.name}
-    if admin:
-        embedded["extra_specs"] = {}
+    # nova's stock policy lets a project's readers see extra specs, not only admins
+    embedded["extra_specs"] = {}
     return embedded
 
 

@@ -108,13 +108,21 @@ class RealNova:
     """One nova_driver.py process: nova's services, its API on a loopback port."""
 
     def __init__(self, python: Path, workdir: Path, transport_url: str, identity_url: str,
-                 exchange: str) -> None:
+                 exchange: str, keystone: dict[str, Any] | None = None) -> None:
+        """``identity_url``: the simulated cloud's keystone, in front of a stubbed
+        keystonemiddleware; or ``keystone`` (``auth_url`` and the ``service``,
+        ``admin`` and ``member`` accounts): a real one, through keystonemiddleware."""
         self.log = workdir / "nova.log"
+        where = ["--identity-url", identity_url]
+        if keystone is not None:
+            settings = workdir / "nova-keystone.json"
+            settings.write_text(json.dumps(keystone))
+            where = ["--keystone", str(settings)]
         self._stderr = open(self.log, "w")  # noqa: SIM115 - kept by the process
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL"))}
         self.proc = subprocess.Popen(
-            [str(python), str(DRIVER), "--transport-url", transport_url,
-             "--identity-url", identity_url, "--exchange", exchange],
+            [str(python), str(DRIVER), "--transport-url", transport_url, *where,
+             "--exchange", exchange],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             text=True, env=env, cwd=workdir)
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -172,8 +180,9 @@ class RealNova:
 def real_nova_factory(nova_python: Path, tmp_path: Path) -> Iterator[Any]:
     started: list[RealNova] = []
 
-    def start(transport_url: str, identity_url: str, exchange: str) -> RealNova:
-        nova = RealNova(nova_python, tmp_path, transport_url, identity_url, exchange)
+    def start(transport_url: str, identity_url: str, exchange: str,
+              keystone: dict[str, Any] | None = None) -> RealNova:
+        nova = RealNova(nova_python, tmp_path, transport_url, identity_url, exchange, keystone)
         started.append(nova)
         return nova
 

@@ -11,12 +11,19 @@ package's fixture, nova's fake glance/neutron/cinder.  The legacy notifications 
 through a real ``oslo_messaging.Notifier`` (driver messagingv2, topic notifications,
 exchange nova) onto RabbitMQ; those of a muted instance are recorded but not sent.
 
-Authentication seam: nova's keystonemiddleware is stubbed the way nova's tests
-stub it; ``TokenGate`` validates each request's X-Auth-Token against the identity
-service named by --identity-url (``GET /v3/auth/tokens``, what keystonemiddleware
-asks keystone) and hands nova the user, project and roles keystone answered.  With
-a real keystone the same gate works unchanged; replacing it by keystonemiddleware
-itself means ``STUB_KEYSTONE = False`` and a [keystone_authtoken] section.
+Authentication, two ways:
+
+- ``--identity-url`` (the simulated cloud's keystone): nova's keystonemiddleware is
+  stubbed the way nova's tests stub it; ``TokenGate`` validates each request's
+  X-Auth-Token against that identity service (``GET /v3/auth/tokens``, what
+  keystonemiddleware asks keystone) and hands nova the user, project and roles it
+  answered.
+- ``--keystone FILE`` (a real keystone; FILE is JSON: ``auth_url`` and the accounts
+  ``service``, ``admin``, ``member``, each ``{"username", "password", "project"}``):
+  nothing is stubbed.  nova's own paste pipeline runs (``authtoken`` =
+  keystonemiddleware, then nova's ``NovaKeystoneContext``), its ``authtoken`` filter
+  logging in as ``service``; the driver's own API clients (nova's test client, used
+  by the commands) send real tokens: the admin client admin's, the others member's.
 
 Protocol: one JSON object a line in, one a line out (``{"ok": ...}`` or
 ``{"error": "..."}``).  The first line out is ``{"ready": {"compute_url": ...}}``.
@@ -167,8 +174,11 @@ class NovaLife(integrated_helpers._IntegratedTestBase):
     def _setup_services(self):
         # The wheel installs nova's paste pipeline under the virtualenv's prefix,
         # not beside the package where nova's own test runs find it.
-        self.flags(api_paste_config=os.path.join(sys.prefix, "etc", "nova", "api-paste.ini"),
-                   group="wsgi")
+        paste = os.path.join(sys.prefix, "etc", "nova", "api-paste.ini")
+        if KEYSTONE:
+            paste = _paste_with_authtoken(paste, KEYSTONE)
+            _send_tokens(KEYSTONE)
+        self.flags(api_paste_config=paste, group="wsgi")
         # Shelve and offload are two steps of the scripted life.
         self.flags(shelved_offload_time=-1)
         self.flags(allow_resize_to_same_host=True)
@@ -186,7 +196,9 @@ class NovaLife(integrated_helpers._IntegratedTestBase):
 
     def setUp(self):
         super().setUp()
-        app = TokenGate(self.api_fixture.app(), ARGS.identity_url)
+        app = self.api_fixture.app()
+        if not KEYSTONE:
+            app = TokenGate(app, ARGS.identity_url)
         self.server = simple_server.make_server("127.0.0.1", 0, app,
                                                 server_class=_ThreadingServer,
                                                 handler_class=_QuietHandler)
@@ -197,7 +209,7 @@ class NovaLife(integrated_helpers._IntegratedTestBase):
     def test_serve(self):
         port = self.server.server_address[1]
         reply({"ready": {"compute_url": f"http://127.0.0.1:{port}/v2.1",
-                         "project_id": self.api.project_id}})
+                         "project_id": MEMBER_PROJECT or self.api.project_id}})
         for line in sys.stdin:
             if not line.strip():
                 continue
@@ -277,6 +289,59 @@ class NovaLife(integrated_helpers._IntegratedTestBase):
         return found
 
 
+KEYSTONE: dict | None = None
+MEMBER_PROJECT: str | None = None
+
+
+def _paste_with_authtoken(paste: str, keystone: dict) -> str:
+    """nova's paste file, its authtoken filter configured for ``keystone`` (paste
+    options are keystonemiddleware's [keystone_authtoken] ones)."""
+    service = keystone["service"]
+    options = {
+        "auth_type": "password", "auth_url": keystone["auth_url"],
+        "www_authenticate_uri": keystone["auth_url"], "username": service["username"],
+        "password": service["password"], "project_name": service["project"],
+        "user_domain_name": "Default", "project_domain_name": "Default",
+        "service_type": "compute", "interface": "public",
+    }
+    head = "[filter:authtoken]\n"
+    with open(paste) as original:
+        text = original.read()
+    assert head in text, paste
+    text = text.replace(head, head + "".join(f"{k} = {v}\n" for k, v in options.items()))
+    path = os.path.abspath("api-paste-keystone.ini")
+    with open(path, "w") as out:
+        out.write(text)
+    return path
+
+
+def _send_tokens(keystone: dict) -> None:
+    """nova's test client sends a real token of the account it stands for."""
+    from keystoneauth1 import session as ks_session
+    from keystoneauth1.identity import v3
+    from nova.tests.functional.api import client
+
+    def login(account: dict) -> ks_session.Session:
+        return ks_session.Session(auth=v3.Password(
+            auth_url=keystone["auth_url"], username=account["username"],
+            password=account["password"], project_name=account["project"],
+            user_domain_name="Default", project_domain_name="Default"))
+
+    sessions = {"admin": login(keystone["admin"]), "member": login(keystone["member"])}
+    global MEMBER_PROJECT
+    MEMBER_PROJECT = sessions["member"].get_project_id()
+    original = client.TestOpenStackClient.api_request
+
+    def api_request(self, relative_uri, check_response_status=None, strip_version=False,
+                    **kwargs):
+        who = "admin" if "admin" in self.roles else "member"
+        kwargs.setdefault("headers", {})["X-Auth-Token"] = sessions[who].get_token()
+        return original(self, relative_uri, check_response_status=check_response_status,
+                        strip_version=strip_version, **kwargs)
+
+    client.TestOpenStackClient.api_request = api_request
+
+
 def _instant(value) -> str | None:
     return None if value is None else value.isoformat()
 
@@ -290,10 +355,17 @@ def main() -> int:
     global ARGS
     parser = argparse.ArgumentParser()
     parser.add_argument("--transport-url", required=True)
-    parser.add_argument("--identity-url", required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--identity-url")
+    where.add_argument("--keystone", help="JSON file: auth_url and the accounts")
     # nova's is "nova"; the suite gives each run its own on the shared RabbitMQ.
     parser.add_argument("--exchange", default="nova")
     ARGS = parser.parse_args()
+    if ARGS.keystone:
+        global KEYSTONE
+        with open(ARGS.keystone) as source:
+            KEYSTONE = json.load(source)
+        NovaLife.STUB_KEYSTONE = False
     result = unittest.TestResult()
     NovaLife("test_serve").run(result)
     for _case, text in result.errors + result.failures:

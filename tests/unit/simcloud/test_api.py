@@ -79,11 +79,11 @@ def test_microversion_negotiation(sim: SimCloudServer, admin: str) -> None:
     assert "OpenStack-API-Version" in embedded.headers["Vary"]
     assert {"vcpus", "ram", "disk", "original_name"} <= set(embedded.json()["servers"][0]["flavor"])
     assert get(sim, "/compute/v2.1/servers/detail", admin, "compute latest").headers[
-        "OpenStack-API-Version"] == "compute 2.100"
-    assert get(sim, "/compute/v2.1/servers/detail", admin, "compute 2.101").status_code == 406
+        "OpenStack-API-Version"] == "compute 2.104"
+    assert get(sim, "/compute/v2.1/servers/detail", admin, "compute 2.105").status_code == 406
     assert get(sim, "/compute/v2.1/servers/detail", admin, "compute two").status_code == 400
     version = get(sim, "/compute/v2.1", admin).json()["version"]
-    assert (version["min_version"], version["version"]) == ("2.1", "2.100")
+    assert (version["min_version"], version["version"]) == ("2.1", "2.104")
 
 
 def test_unknown_query_parameters_from_2_75(sim: SimCloudServer, admin: str) -> None:

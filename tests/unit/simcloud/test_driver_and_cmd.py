@@ -95,7 +95,7 @@ def test_serve_refuses_bad_options(argv: list[str]) -> None:
 
 @pytest.mark.parametrize("argv, message", [
     (["serve", "--page-cap", "swift=10"], "page_caps: unknown APIs ['swift']"),
-    (["serve", "--nova-max-microversion", "2.101"], "within 2.1-2.100"),
+    (["serve", "--nova-max-microversion", "2.105"], "within 2.1-2.104"),
     (["serve", "--page-latency", "swift=5+1"], "page_latencies: unknown APIs ['swift']"),
 ])
 def test_serve_refuses_a_world_it_cannot_build(argv: list[str], message: str,
