@@ -36,10 +36,17 @@ median of the rounds' ratios (targets: summaries <= 2x the floor, close <= 3x).
    and the pending adjustments alone (medians of 5): the adjustments cost the late
    facts, so they grow neither with the closed periods nor with the receipts since.
 
+6. one project's statement with late facts pending elsewhere (``bench/late_elsewhere.py``,
+   after the rounds): 2026-09 is closed, ``--late`` resources of other projects get a
+   late event dated in it, and a project's October statement (one with usage, one
+   without) is timed against the SQL floor of reading that project's intervals,
+   alternately (medians of ``--rounds`` x 4; target <= 50 ms, whatever the cloud's
+   pending late facts).
+
 Usage, from the checkout:
 
     python bench/statements.py [--resources 100000] [--projects 1000] [--events 20]
-                               [--rounds 5] [--history 400] [--keep]
+                               [--rounds 5] [--history 400] [--late 3000] [--keep]
 
 Needs the PostgreSQL named by TALLY_TEST_PG_URL (loopback default); creates its own
 database and drops it at the end (``--keep`` leaves it, and says its name).
@@ -63,7 +70,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import closed_history  # noqa: E402
+from bench import closed_history, late_elsewhere  # noqa: E402
 from bench.scratch_database import scratch_database  # noqa: E402
 from reporting import fold  # noqa: E402
 from reporting.billing import closing, periods, rating, service, statements, versions  # noqa: E402
@@ -290,6 +297,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--history", type=int, default=400,
                         help="instances of the closed-history cloud (0: skip it)")
+    parser.add_argument("--late", type=int, default=3_000,
+                        help="late resources pending elsewhere for one project's statement "
+                             "(0: skip it)")
     parser.add_argument("--keep", action="store_true", help="leave the database in place")
     args = parser.parse_args()
     scratch = contextlib.ExitStack()
@@ -331,6 +341,12 @@ def main() -> int:
                 ratio = statistics.median(r[key] / r[floor_key] for r in rounds)
                 print(f"{label}: {median:.2f} s = {median / base:.2f} x floor; median of "
                       f"the rounds' ratios {ratio:.2f} (target <= {target})")
+        if args.late:
+            print(f"one project's statement, {args.late} late resources pending elsewhere:",
+                  flush=True)
+            late_elsewhere.prepare(engine, factory, CLOUD, "p0001", args.late, NOW)
+            late_elsewhere.measure(engine, factory, CLOUD, PERIOD, ["p0001", "p-none"], NOW,
+                                   max(1, args.rounds) * 4)
         if args.history:
             print(f"history, after {args.events * args.resources} later receipts of another "
                   "cloud:", flush=True)

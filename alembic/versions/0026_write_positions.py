@@ -6,7 +6,7 @@ only while ``[database] slave_connection`` names a replica; a read goes to the
 replica once it has replayed past the caller's position.
 
 Revision ID: 0026_write_positions
-Revises: 0021_close_acceptances
+Revises: 0025_close_handoff
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0026_write_positions"
-down_revision = "0021_close_acceptances"
+down_revision = "0025_close_handoff"
 branch_labels = None
 depends_on = None
 

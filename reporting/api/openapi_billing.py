@@ -101,6 +101,9 @@ SCHEMAS: dict[str, Any] = {
         "project_id": {"type": "string"}, "subtotal": _DECIMAL,
         "adjustments_total": _DECIMAL, "total": _DECIMAL,
         "unrated_lines": {"type": "integer", "minimum": 0},
+        "number": {"type": ["integer", "null"], "minimum": 1, "description": (
+            "the closed statement's number in its cloud (gapless, never reused); "
+            "null while the period is open")},
     }),
     "Period": _all({
         "cloud": {"type": "string"}, "period": _PERIOD,

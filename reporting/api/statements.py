@@ -36,7 +36,8 @@ _PARAMS = frozenset({"cloud", "period", "project_id", "limit", "marker"})
 LINE_FIELDS = ("resource_type", "resource_id", "state", "size", "start", "end", "event_id",
                "price_list_version", "quantity", "unit", "rate", "modifier", "zero_rated",
                "amount_unrounded", "amount", "unrated")
-SUMMARY_FIELDS = ("project_id", "subtotal", "adjustments_total", "total", "unrated_lines")
+SUMMARY_FIELDS = ("project_id", "subtotal", "adjustments_total", "total", "unrated_lines",
+                  "number")
 # A statement's CSV: what the row is, a member's value, then the lines' and the
 # adjustments' fields (docs/statements.md gives the layout).
 CSV_FIELDS = ("record", "value", *LINE_FIELDS, "period", "event_ids")
@@ -44,7 +45,8 @@ _TAG = "statements"
 # Columns (and statement records, whose ``value`` they are) holding a number Tally
 # wrote: never neutralised, so a credit stays the number ``-1.50``.
 NUMERIC_FIELDS = frozenset({"quantity", "rate", "modifier", "amount_unrounded", "amount",
-                            "subtotal", "adjustments_total", "total", "unrated_lines"})
+                            "subtotal", "adjustments_total", "total", "unrated_lines",
+                            "number"})
 _NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?\Z")
 # A text cell a spreadsheet would read as a formula (OWASP, "CSV Injection"): ids,
 # flavors and names come from ingest clients.  Such a cell is written after an

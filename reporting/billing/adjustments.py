@@ -40,10 +40,11 @@ from reporting.db import writes
 from reporting.db.billing_models import (
     BillingPeriod,
     BookedAdjustment,
+    ClosedKind,
     ClosedResourceAmount,
     ClosedStatement,
 )
-from reporting.db.models import Event
+from reporting.db.models import Event, ResourceInterval
 
 _CHUNK = 400
 _ZERO = Decimal("0.00")
@@ -223,8 +224,17 @@ def pending(
     # every source's late facts.
     thresholds = {s.period: settled(s, target, closed) for s in found_sources}
     latest = found_sources[-1]
-    events = writes.of(session).late_events(session, cloud, periods.parse(latest.period)[1],
-                                            thresholds[latest.period])
+    before = periods.parse(latest.period)[1]
+    if project_id is None:
+        events = writes.of(session).late_events(session, cloud, before,
+                                                thresholds[latest.period])
+    else:
+        # One project's statement reads its own facts: the late events of the
+        # resources it could be adjusted for, not every late fact of the cloud.
+        names = [s.period for s in found_sources]
+        candidates = _resources_of_project(session, cloud, project_id, names)
+        events = _late_events_of(session, cloud, candidates, before,
+                                 thresholds[latest.period])
     late: dict[str, list[_Resource]] = {}
     for source in found_sources:
         end = periods.parse(source.period)[1]
@@ -235,3 +245,58 @@ def pending(
     if not late:
         return []
     return _adjustments(session, cloud, late, closed, versions, now, project_id)
+
+
+def _resources_of_project(session: Session, cloud: str, project_id: str,
+                          names: Sequence[str]) -> set[ResourceRef]:
+    """Every resource an adjustment of ``project_id`` for the closed periods ``names``
+    can be about: one with an interval of the project overlapping them (what they
+    compute now), a frozen line in the project's statement of one of them (what they
+    billed), or an amount booked or frozen per resource for the project (before
+    revision 0015).  An adjustment of the project for any other resource is zero, so
+    the project's adjustments are those of these resources alone."""
+    bounds = [periods.parse(name) for name in names]
+    first, last = min(b[0] for b in bounds), max(b[1] for b in bounds)
+    model = ResourceInterval
+    found: set[ResourceRef] = set()
+    query: Any = sa.select(model.resource_type, model.resource_id).where(
+        model.project_id == project_id, model.cloud == cloud, model.start < last,
+        sa.or_(model.end.is_(None), model.end > first))
+    found.update((row.resource_type, row.resource_id) for row in session.execute(query))
+    for per_resource in (BookedAdjustment, ClosedResourceAmount):
+        column = (per_resource.source_period if per_resource is BookedAdjustment
+                  else per_resource.period)
+        query = sa.select(per_resource.resource_type, per_resource.resource_id).where(
+            per_resource.cloud == cloud, column.in_(list(names)),
+            per_resource.project_id == project_id)
+        found.update((row.resource_type, row.resource_id) for row in session.execute(query))
+    statement = ClosedStatement
+    query = sa.select(statement.period, statement.line_resource_ids, statement.line_kinds).where(
+        statement.cloud == cloud, statement.period.in_(list(names)),
+        statement.project_id == project_id, statement.lines_at.is_not(None))
+    rows = list(session.execute(query))
+    if rows:
+        types = {(row.period, row.kind): row.resource_type for row in session.execute(
+            sa.select(ClosedKind.period, ClosedKind.kind, ClosedKind.resource_type).where(
+                ClosedKind.cloud == cloud,
+                ClosedKind.period.in_(sorted({row.period for row in rows}))))}
+        for row in rows:
+            for resource_id, coded in zip(row.line_resource_ids or [], row.line_kinds or [],
+                                          strict=True):
+                found.add((types[(row.period, coded // 2)], resource_id))
+    return found
+
+
+def _late_events_of(session: Session, cloud: str, resources: set[ResourceRef],
+                    before: dt.datetime, after_seq: int) -> list[Any]:
+    """``late_events`` of ``resources`` only (``ix_events_resource_order``)."""
+    found: list[Any] = []
+    by_id = sorted({rid for _rtype, rid in resources})
+    for chunk in _chunks(by_id):
+        query = sa.select(Event.platform, Event.resource_type, Event.resource_id, Event.seq,
+                          Event.event_id, Event.timestamp).where(
+            Event.resource_id.in_(chunk), Event.cloud == cloud,
+            Event.seq > after_seq, Event.timestamp < before)
+        found.extend(row for row in session.execute(query)
+                     if (row.resource_type, row.resource_id) in resources)
+    return found

@@ -175,7 +175,13 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
     enveloped: list[dict[str, object]] = []  # the frozen rows, completed
     whole: list[dict[str, object]] = []  # statements of adjustments only
     totals_billed: list[Decimal] = []
-    for project in sorted(set(totals) | set(booked)):
+    # Numbered in the close's transaction, after the cloud's last closed statement:
+    # closes are serialised (every one holds PRICES_KEY) and each snapshot follows the
+    # previous close's commit, so the numbers are gapless; the unique index refuses a
+    # duplicate, and a close rolled back takes its numbers with it.
+    last = session.execute(sa.select(sa.func.max(ClosedStatement.number)).where(
+        ClosedStatement.cloud == cloud)).scalar()
+    for number, project in enumerate(sorted(set(totals) | set(booked)), start=(last or 0) + 1):
         document = statements.document(
             cloud=cloud, project_id=project, period=period, currency_code=code, closed=True,
             computed_at=now, lines=[], adjustments=booked[project],
@@ -189,6 +195,7 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
             "lines_at": lines_at, "subtotal": Decimal(document["subtotal"]),
             "adjustments_total": Decimal(document["adjustments_total"]),
             "total": Decimal(document["total"]), "unrated_lines": document["unrated_lines"],
+            "number": number,
         }
         totals_billed.append(Decimal(document["total"]))
         (enveloped if project in totals else whole).append(row)

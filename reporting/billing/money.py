@@ -97,11 +97,11 @@ def to_fraction(value: Decimal) -> Fraction:
 def round_half_even(value: Fraction, places: int = MINOR_PLACES) -> Decimal:
     """``value`` rounded half-even to ``places`` decimals, exactly (no float, no
     intermediate decimal rounding)."""
-    scale = 10**places
-    scaled = value * scale
-    whole, rest = divmod(scaled.numerator, scaled.denominator)
+    # Integers only: a Fraction product would reduce by a gcd on every line.
+    denominator = value.denominator
+    whole, rest = divmod(value.numerator * 10**places, denominator)
     twice = 2 * rest
-    if twice > scaled.denominator or (twice == scaled.denominator and whole % 2 == 1):
+    if twice > denominator or (twice == denominator and whole % 2 == 1):
         whole += 1
     return Decimal(whole).scaleb(-places, context=EXACT)
 

@@ -78,10 +78,15 @@ def project_summaries(session: Session, cloud: str, period: str, projects: froze
     project's statement, listed when it has a line or an adjustment, as ``summaries``
     lists it."""
     items: list[dict[str, Any]] = []
+    closed = period in statements.closed_periods(session, cloud)
     for project in sorted(p for p in projects if after is None or p > after):
         document = json.loads(statement_text(session, cloud, project, period, now))
         if document["lines"] or document["adjustments"]:
-            items.append(statements.summary(document))
+            item = statements.summary(document)
+            if closed:
+                row = session.get(ClosedStatement, (cloud, period, project))
+                item["number"] = row.number if row is not None else None
+            items.append(item)
             if len(items) > limit:
                 break
     return items[:limit], len(items) > limit
@@ -115,7 +120,7 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
             "project_id": project, "subtotal": money.money(subtotal, places),
             "adjustments_total": money.money(found[project], places),
             "total": money.money(money.add(subtotal, found[project]), places),
-            "unrated_lines": unrated,
+            "unrated_lines": unrated, "number": None,
         })
     billing_metrics.statement_computed(cloud, "summary", len(items), known=bool(items))
     return items, more
@@ -126,7 +131,7 @@ def _closed_summaries(session: Session, cloud: str, period: str, after: str | No
     model = ClosedStatement
     query = (
         sa.select(model.project_id, model.subtotal, model.adjustments_total, model.total,
-                  model.unrated_lines)
+                  model.unrated_lines, model.number)
         .where(model.cloud == cloud, model.period == period)
         .order_by(model.project_id).limit(limit + 1)
     )
@@ -136,7 +141,8 @@ def _closed_summaries(session: Session, cloud: str, period: str, after: str | No
     items = [
         {"project_id": r.project_id, "subtotal": money.money(r.subtotal, places),
          "adjustments_total": money.money(r.adjustments_total, places),
-         "total": money.money(r.total, places), "unrated_lines": r.unrated_lines}
+         "total": money.money(r.total, places), "unrated_lines": r.unrated_lines,
+         "number": r.number}
         for r in rows[:limit]
     ]
     return items, len(rows) > limit

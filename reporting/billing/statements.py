@@ -197,6 +197,7 @@ def summary(statement: dict[str, Any]) -> dict[str, Any]:
         "adjustments_total": statement["adjustments_total"],
         "total": statement["total"],
         "unrated_lines": statement["unrated_lines"],
+        "number": None,  # a computed statement; the closed ones are listed from storage
     }
 
 

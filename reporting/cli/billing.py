@@ -80,7 +80,7 @@ LINE_COLUMNS = [table.field(name) for name in (
     "unit", "rate", "modifier", "amount")] + [
     ("note", lambda row: row["unrated"] or ("zero-rated" if row["zero_rated"] else None))]
 SUMMARY_COLUMNS = [table.field(name) for name in (
-    "project_id", "subtotal", "adjustments_total", "total", "unrated_lines")]
+    "project_id", "subtotal", "adjustments_total", "total", "unrated_lines", "number")]
 
 
 def statement(client: ApiClient, args: argparse.Namespace) -> Output:

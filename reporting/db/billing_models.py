@@ -130,6 +130,13 @@ class ClosedStatement(Base):
     line_event_ids: Mapped[list[str] | None] = mapped_column(_list_of(Text()))
     # 2 x the line's closed_kinds row, plus 1 when it is zero-rated
     line_kinds: Mapped[list[int] | None] = mapped_column(_list_of(Integer()))
+    # The statement's number in its cloud (1, 2, …, gapless, in close order), given in
+    # the close's transaction and never changed (revision 0025 numbered earlier ones).
+    number: Mapped[int | None] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        Index("uq_closed_statements_cloud_number", "cloud", "number", unique=True),
+    )
 
 
 class ClosedKind(Base):

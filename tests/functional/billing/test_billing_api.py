@@ -144,7 +144,7 @@ def test_closing_freezes_and_late_facts_become_adjustments(
     summary = billed.get("/v1/statements?cloud=c1&period=2026-12", headers=READ).get_json()
     assert summary["items"] == [{"project_id": "p1", "subtotal": "0.00",
                                  "adjustments_total": "-0.04", "total": "-0.04",
-                                 "unrated_lines": 0}]
+                                 "unrated_lines": 0, "number": None}]
     metrics = billed.get("/metrics").get_data(as_text=True)
     for name in ('tally_periods_closed_total{cloud="c1"}',
                  'tally_adjustments_booked_total{cloud="c1"}',

@@ -128,8 +128,14 @@ def _check(factory: sessionmaker[Session], frozen_before: dict[str, dict[str, An
         timeline = versions.timeline(session, "c1")
         pending: dict[str, dict[str, Decimal]] = collections.defaultdict(
             lambda: collections.defaultdict(lambda: Decimal(0)))
-        for adjustment in adjustments.pending(session, "c1", "2026-12", closed, timeline, NOW):
+        everyone = adjustments.pending(session, "c1", "2026-12", closed, timeline, NOW)
+        for adjustment in everyone:
             pending[adjustment.source_period][adjustment.project_id] += adjustment.amount
+        # One project's statement reads only its own facts, and finds the same.
+        for project in ("p1", "p2", "p-free", ""):
+            assert adjustments.pending(session, "c1", "2026-12", closed, timeline, NOW,
+                                       project) == [a for a in everyone
+                                                    if a.project_id == project]
         for period, row in closed.items():
             frozen = truth.frozen(session, "c1", period)
             assert {p: body for p, (_s, body) in frozen.items()} == frozen_before[period]

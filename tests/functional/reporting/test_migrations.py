@@ -381,3 +381,54 @@ def test_0021_records_nothing_accepted_for_periods_closed_before(empty_db_url: s
     engine.dispose()
     migrations.upgrade(empty_db_url, "0021_close_acceptances")
     assert accepted() == [(None, None)]
+
+
+def test_0025_numbers_the_statements_closed_before_it_in_close_order(empty_db_url: str) -> None:
+    """Statements closed before revision 0025 get 1, 2, … per cloud in close order
+    (the period's closed_at, then period, then project); the downgrade drops the
+    numbers and the upgrade gives the same ones again."""
+    migrations.upgrade(empty_db_url, "0021_close_acceptances")
+    engine = sa.create_engine(empty_db_url)
+    with engine.begin() as conn:
+        # c1's 2026-10 was closed before its 2026-09 (a late close of an older month)
+        for cloud, period, day in (("c1", "2026-10", 2), ("c1", "2026-09", 5),
+                                   ("c2", "2026-09", 1)):
+            conn.execute(sa.text(
+                "INSERT INTO billing_periods (cloud, period, status, closed_at, closed_by, "
+                "cutoff_seq, currency, minor_units) "
+                "VALUES (:c, :p, 'closed', :at, 't', 0, 'EUR', 2)"),
+                {"c": cloud, "p": period, "at": dt.datetime(2026, 11, day)})
+            for project in ("pb", "pa"):
+                conn.execute(sa.text(
+                    "INSERT INTO closed_statements (cloud, period, project_id, body, subtotal, "
+                    "adjustments_total, total, unrated_lines) "
+                    "VALUES (:c, :p, :j, '{}', 0, 0, 0, 0)"),
+                    {"c": cloud, "p": period, "j": project})
+    engine.dispose()
+
+    def numbers() -> list[tuple[Any, ...]]:
+        engine = sa.create_engine(empty_db_url)
+        with engine.connect() as conn:
+            rows = [tuple(r) for r in conn.execute(sa.text(
+                "SELECT cloud, period, project_id, number FROM closed_statements "
+                "ORDER BY cloud, number"))]
+        engine.dispose()
+        return rows
+
+    expected = [("c1", "2026-10", "pa", 1), ("c1", "2026-10", "pb", 2),
+                ("c1", "2026-09", "pa", 3), ("c1", "2026-09", "pb", 4),
+                ("c2", "2026-09", "pa", 1), ("c2", "2026-09", "pb", 2)]
+    migrations.upgrade(empty_db_url, "0025_close_handoff")
+    assert numbers() == expected
+    engine = sa.create_engine(empty_db_url)
+    with engine.begin() as conn, pytest.raises(sa.exc.IntegrityError):
+        conn.execute(sa.text("UPDATE closed_statements SET number = 1 "
+                             "WHERE cloud = 'c1' AND number = 2"))
+    engine.dispose()
+    migrations.downgrade(empty_db_url, "0021_close_acceptances")
+    engine = sa.create_engine(empty_db_url)
+    assert "number" not in {
+        c["name"] for c in sa.inspect(engine).get_columns("closed_statements")}
+    engine.dispose()
+    migrations.upgrade(empty_db_url, "0025_close_handoff")
+    assert numbers() == expected
