@@ -61,7 +61,7 @@ class Reporting:
     """``tally-manage db upgrade`` then ``tally-reporting`` with a clouds file."""
 
     def __init__(self, workdir: Path, db_url: str, cloud: str, os_cloud: str,
-                 clouds_yaml: Path) -> None:
+                 clouds_yaml: Path, services: list[str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         tokens = workdir / "tokens.yaml"
@@ -69,7 +69,8 @@ class Reporting:
         clouds_file = workdir / "tally-clouds.yaml"
         clouds_file.write_text(yaml.safe_dump({"clouds": [{
             "name": cloud, "platform": "openstack", "adapter": "openstack",
-            "adapter_config": {"os_cloud": os_cloud, "include_octavia": True}}]}))
+            "adapter_config": {"os_cloud": os_cloud, "include_octavia": True}
+            if services is None else {"os_cloud": os_cloud, "services": services}}]}))
         self.config = workdir / "reporting.conf"
         self.config.write_text(
             f"[database]\nconnection = {db_url}\n"
