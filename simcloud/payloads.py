@@ -227,18 +227,19 @@ def floating_ip_view(res: Resource, phase: Phase, at: float) -> dict[str, Any]:
 
 
 def _image(res: Resource, phase: Phase, event_type: str, at: float) -> dict[str, Any]:
+    # glance 33's format_image_notification: no os_hidden; a raw image's virtual_size
+    # is its size; image.upload adds the two import lists (docs/simcloud.md).
     deleted = event_type == "image.delete"
-    return {
+    payload = {
         "id": res.id,
         "name": res.name,
         "status": "deleted" if deleted else phase.status,
         "owner": None if res.ownerless else phase.project,
         "size": phase.size,
-        "virtual_size": None,
+        "virtual_size": phase.size,
         "visibility": res.visibility,
         "is_public": res.visibility == "public",
-        "os_hidden": res.hidden,
-        "disk_format": "qcow2",
+        "disk_format": "raw",
         "container_format": "bare",
         "min_disk": 0,
         "min_ram": 0,
@@ -251,6 +252,9 @@ def _image(res: Resource, phase: Phase, event_type: str, at: float) -> dict[str,
         "properties": {},
         "tags": [],
     }
+    if event_type == "image.upload":
+        payload.update({"os_glance_importing_to_stores": [], "os_glance_failed_import": []})
+    return payload
 
 
 def _loadbalancer(res: Resource, phase: Phase) -> dict[str, Any]:

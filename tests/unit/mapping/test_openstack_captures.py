@@ -59,6 +59,9 @@ NOVA34_SERVER = "8a8d2b3f-ed31-4d3b-a1a6-a9eb16460506"
 NOVA34_PROJECT = "6f70656e737461636b20342065766572"
 CID = "compute.instance.delete.end"
 
+GLANCE33_IMAGE = "c2bbf24a-fe7b-4c2f-9caf-9b9b0fd0e121"
+GLANCE33_OWNER = "885d6f33e40c4fc4a158fb57a6e04b64"
+
 EXPECTED: dict[str, dict[str, Any] | None] = {
     # wire shape, _context_* keys
     "compute.instance.create.end_ceilometer.json": _event(
@@ -204,6 +207,18 @@ EXPECTED: dict[str, dict[str, Any] | None] = {
     "compute.instance.delete.end_nova34.json": _event(
         "f064bb45-720b-45e5-8dcd-de1166885d46", CID, "instance", NOVA34_SERVER,
         NOVA34_PROJECT, "2026-12-02T07:22:02.903027Z", CID),
+    # glance 33 (tests/real), listener shape: only the upload and the delete book
+    "image.create_glance33.json": None,
+    "image.update_glance33.json": None,
+    "image.activate_glance33.json": None,
+    "image.upload_glance33.json": _event(
+        "64724c27-f87b-46c5-aa6c-4a839c8cdadc", "image.create", "image",
+        GLANCE33_IMAGE, GLANCE33_OWNER, "2026-12-02T14:43:29.254428Z", "image.upload",
+        "active", {"size_gb": 3 / 1024}),
+    "image.delete_glance33.json": _event(
+        "7b2c76c1-9ad1-4935-b482-e7b3036553c2", "image.delete", "image",
+        "00fc4dcf-645f-4930-94da-8a2ba1ac0473", GLANCE33_OWNER,
+        "2026-12-02T14:43:31.573690Z", "image.delete"),
 }
 
 # nova's versioned notifications (topic versioned_notifications) are not in the table.

@@ -82,3 +82,20 @@ def test_payload_is_shaped_as_nova34_sends_it(first_payloads, capture: str) -> N
     mine = first_payloads[load_fixture(f"notifications/{capture}")["event_type"]]
     assert set(mine) == set(sample)
     assert {k: _shape(v) for k, v in mine.items()} == {k: _shape(v) for k, v in sample.items()}
+
+
+# glance 33's own notifications (captured by tests/real), held to the same rule.
+GLANCE33 = [name for name in CAPTURES if name.endswith("_glance33.json")]
+
+
+def test_the_glance33_captures_are_there() -> None:
+    assert len(GLANCE33) == 5
+
+
+@pytest.mark.parametrize("capture", GLANCE33)
+def test_payload_is_shaped_as_glance33_sends_it(first_payloads, capture: str) -> None:
+    sample = load_fixture(f"notifications/{capture}")
+    mine = first_payloads[sample["event_type"]]
+    assert set(mine) == set(sample["payload"])
+    assert {k: _shape(v) for k, v in mine.items()} == \
+        {k: _shape(v) for k, v in sample["payload"].items()}
