@@ -275,9 +275,16 @@ def scoped_role(mapped: str, scope: TokenScope) -> tuple[str, str | None]:
         if mapped == "ingest":
             return NO_ROLE, f"the token's role maps to ingest, which {cloud_wide}"
         return mapped, None
-    what = "a domain-scoped token" if scope.kind == "domain" else "an unscoped token"
-    return NO_ROLE, (f"{what} grants nothing in Tally: use a token scoped to your project "
-                     f"(its data), or a system-scoped one (cloud-wide roles)")
+    return NO_ROLE, _unscoped_note(scope)
+
+
+def _unscoped_note(scope: TokenScope) -> str:
+    """Why a domain-scoped or unscoped token gets nothing (an unscoped one holds no
+    roles at all: keystone grants roles on a scope only)."""
+    what = ("a domain-scoped token" if scope.kind == "domain"
+            else "an unscoped token (no project, domain or system scope, so no roles)")
+    return (f"{what} grants nothing in Tally: use a token scoped to your project "
+            f"(its data), or a system-scoped one (cloud-wide roles)")
 
 
 def strongest_in_scope(granted: set[str], scope: TokenScope) -> tuple[str, str | None]:
@@ -287,6 +294,10 @@ def strongest_in_scope(granted: set[str], scope: TokenScope) -> tuple[str, str |
     results = [scoped_role(role, scope) for role in _PRECEDENCE if role in granted]
     kept = {role for role, _note in results}
     best = next((role for role in _PRECEDENCE if role in kept), NO_ROLE)
+    if not results and scope.kind in ("domain", "unscoped"):
+        # No mapped role at all (an unscoped token never has one): the scope is
+        # still the reason to give, not "needs the read role" alone.
+        return best, _unscoped_note(scope)
     return best, (results[0][1] if results else None)
 
 

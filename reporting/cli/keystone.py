@@ -33,6 +33,14 @@ def _no_answer(exc: Exception) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+def _unscoped(cloud: str) -> str:
+    # An unscoped token holds no roles and no catalog: Tally would refuse it (403)
+    # and its endpoint cannot be found, so say what the entry lacks instead.
+    return (f"cloud {cloud}: keystone gave an unscoped token (the entry names no project "
+            "and the user has no default project): set project_name or project_id "
+            "(that project's data) or system_scope: all (cloud-wide roles)")
+
+
 class KeystoneError(Exception):
     """The cloud entry, keystone or the catalog cannot give a token or an endpoint."""
 
@@ -53,6 +61,7 @@ def access(cloud: str, *, want_endpoint: bool, timeout: float) -> KeystoneAccess
     # Imported here: openstacksdk loads hundreds of modules, a bearer-token run needs none.
     import openstack.config
     from keystoneauth1 import exceptions as ksa_exceptions
+    from keystoneauth1.identity.base import BaseIdentityPlugin
     from openstack import exceptions as sdk_exceptions
 
     try:
@@ -64,6 +73,10 @@ def access(cloud: str, *, want_endpoint: bool, timeout: float) -> KeystoneAccess
     session.timeout = timeout
     try:
         token = session.get_token()
+        # (an identity plugin; a plain token or endpoint plugin has no token data)
+        if isinstance(session.auth, BaseIdentityPlugin) \
+                and not session.auth.get_access(session).scoped:
+            raise CloudConfigError(_unscoped(cloud))
         endpoint = None
         if want_endpoint:
             endpoint = session.get_endpoint(

@@ -69,10 +69,14 @@ def free_port() -> int:
 class KeystoneServer:
     """keystone under gunicorn on ``127.0.0.1:port``, its state in ``workdir``."""
 
-    def __init__(self, venv: Path, workdir: Path) -> None:
+    def __init__(self, venv: Path, workdir: Path, port: int | None = None,
+                 pid: int | None = None) -> None:
+        """A new server (``port`` None: a free one), or one another process started
+        (``port`` and its gunicorn ``pid``: see tests/functional/keystone/shared.py)."""
         self.venv = venv
         self.workdir = workdir
-        self.port = free_port()
+        self.port = free_port() if port is None else port
+        self._pid = pid
         self.url = f"http://127.0.0.1:{self.port}"
         self.auth_url = f"{self.url}/v3"
         self.config = workdir / "keystone.conf"
@@ -146,8 +150,15 @@ class KeystoneServer:
         self.stop()
         raise RuntimeError("keystone did not start:\n" + self.logs())
 
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else self._pid
+
     def stop(self) -> None:
         process, self._process = self._process, None
+        pid, self._pid = self._pid, None
+        if process is None and pid is not None:
+            _terminate(pid)  # started by another process: not ours to wait for
         if process is not None and process.poll() is None:
             process.send_signal(signal.SIGTERM)
             try:
@@ -167,6 +178,29 @@ class KeystoneServer:
             if path.exists():
                 text += path.read_text(errors="replace")[-4000:]
         return text
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie its parent has not reaped counts)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def _terminate(pid: int) -> None:
+    """SIGTERM another process's gunicorn and wait for it to exit (SIGKILL after 30 s)."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 30
+    while not _gone(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 30
+        time.sleep(0.1)
 
 
 @contextmanager
@@ -191,6 +225,12 @@ class Admin:
              expect: int = 201) -> dict[str, Any]:
         response = requests.request(method, f"{self.keystone.auth_url}{path}", json=body,
                                     headers={"X-Auth-Token": self._token}, timeout=60)
+        if response.status_code == 401:
+            # The admin's token outlived TOKEN_EXPIRATION_S (a slow bootstrap on a
+            # loaded machine): log in again and retry once.
+            self._token = token(self.keystone, "admin", ADMIN_PASSWORD, project="admin")
+            response = requests.request(method, f"{self.keystone.auth_url}{path}", json=body,
+                                        headers={"X-Auth-Token": self._token}, timeout=60)
         assert response.status_code == expect, (method, path, response.text)
         return response.json() if response.content else {}
 
@@ -202,24 +242,26 @@ class Admin:
             "name": name, "domain_id": "default"}})["project"]["id"])
 
     def user(self, name: str, password: str, project: str, *roles: str,
-             system_roles: tuple[str, ...] = ()) -> str:
-        """A user with ``roles`` on ``project`` and ``system_roles`` on the system."""
-        user_id = str(self.call("POST", "/users", {"user": {
-            "name": name, "password": password, "domain_id": "default",
-            "default_project_id": project}})["user"]["id"])
+             system_roles: tuple[str, ...] = (), default_project: bool = True) -> str:
+        """A user with ``roles`` on ``project`` and ``system_roles`` on the system;
+        ``project`` is its default project unless ``default_project`` is False (a
+        login asking no scope then gets an unscoped token)."""
+        user: dict[str, Any] = {"name": name, "password": password, "domain_id": "default"}
+        if default_project:
+            user["default_project_id"] = project
+        user_id = str(self.call("POST", "/users", {"user": user})["user"]["id"])
         for role in roles:
             self.call("PUT", f"/projects/{project}/users/{user_id}/roles/{role}", expect=204)
         for role in system_roles:
             self.call("PUT", f"/system/users/{user_id}/roles/{role}", expect=204)
         return user_id
 
-    def service_endpoint(self, service_type: str, url: str) -> None:
-        service = self.call("POST", "/services", {"service": {
-            "type": service_type, "name": "tally"}})["service"]["id"]
+    def service_endpoint(self, service: str, url: str, region: str) -> None:
+        """The public and internal endpoints of ``service`` (an id) in ``region``."""
         for interface in ("public", "internal"):
             self.call("POST", "/endpoints", {"endpoint": {
                 "service_id": service, "interface": interface, "url": url,
-                "region_id": "RegionOne"}})
+                "region_id": region}})
 
 
 def token(keystone: KeystoneServer, user: str, password: str, *,

@@ -20,7 +20,7 @@ import yaml
 
 from reporting.cli.main import main as tally_main
 from tests.functional.collector.harness import wait_until
-from tests.functional.keystone.conftest import Deployment
+from tests.functional.keystone.conftest import UNSCOPED_USER, Deployment
 from tests.functional.keystone.server import ADMIN_PASSWORD, TOKEN_EXPIRATION_S, Admin, token
 
 OPENSTACK = str(Path(sys.executable).parent / "openstack")
@@ -100,13 +100,56 @@ def test_an_application_credential_with_access_rules(seeded: Deployment) -> None
     assert _get(seeded, "/v1/periods/ks", restricted).status_code == 401
 
 
-def _clouds_yaml(deployment: Deployment, path: Path) -> Path:
-    path.write_text(yaml.safe_dump({"clouds": {"alice": {
-        "auth": {"auth_url": deployment.keystone.auth_url, "username": "alice",
-                 "password": deployment.password, "project_name": "alpha",
-                 "user_domain_name": "Default", "project_domain_name": "Default"},
-        "identity_api_version": 3, "region_name": "RegionOne", "interface": "public"}}}))
+def test_an_unscoped_token_is_refused_saying_why(seeded: Deployment) -> None:
+    """A user without a default project, logging in with no scope, gets a token with no
+    project, domain or system (so no roles): keystonemiddleware confirms it, and
+    Tally's role checks answer 403 naming the scope, on a project read and an admin
+    read alike."""
+    login = requests.post(f"{seeded.keystone.auth_url}/auth/tokens", timeout=60, json={
+        "auth": {"identity": {"methods": ["password"], "password": {"user": {
+            "name": UNSCOPED_USER, "domain": {"id": "default"},
+            "password": seeded.password}}}}})
+    assert login.status_code == 201, login.text
+    body = login.json()["token"]
+    assert not {"project", "domain", "system"} & set(body), body
+    assert not body.get("roles"), body
+    unscoped = login.headers["X-Subject-Token"]
+    for path, params in (("/v1/resources", {"cloud": "ks"}),
+                         ("/v1/resources", {"cloud": "ks",
+                                            "project_id": seeded.projects["alpha"]}),
+                         ("/v1/clouds", {})):
+        response = _get(seeded, path, unscoped, **params)
+        assert response.status_code == 403, (path, response.text)
+        error = response.json()["error"]
+        assert error["code"] == "forbidden", error
+        assert "an unscoped token (no project, domain or system scope, so no roles) " \
+               "grants nothing in Tally" in error["message"], error
+
+
+def _clouds_yaml(deployment: Deployment, path: Path, user: str = "alice",
+                 project: str | None = "alpha") -> Path:
+    auth = {"auth_url": deployment.keystone.auth_url, "username": user,
+            "password": deployment.password, "user_domain_name": "Default"}
+    if project:
+        auth.update(project_name=project, project_domain_name="Default")
+    path.write_text(yaml.safe_dump({"clouds": {user: {
+        "auth": auth, "identity_api_version": 3, "region_name": deployment.region,
+        "interface": "public"}}}))
     return path
+
+
+def test_tally_os_cloud_with_an_unscoped_login_is_one_line(
+        seeded: Deployment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    clouds = _clouds_yaml(seeded, tmp_path / "clouds.yaml", UNSCOPED_USER, None)
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(clouds))
+    assert tally_main(["--os-cloud", UNSCOPED_USER, "inventory"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        f"tally: cloud {UNSCOPED_USER}: keystone gave an unscoped token (the entry names no "
+        "project and the user has no default project): set project_name or project_id "
+        "(that project's data) or system_scope: all (cloud-wide roles)"], captured.err
 
 
 def test_tally_os_cloud_and_the_openstack_plugin(seeded: Deployment, tmp_path: Path,
