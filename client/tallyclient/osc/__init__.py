@@ -1,1 +1,1 @@
-"""``openstack tally ...``: the python-openstackclient plugin (``pip install tally[openstack]``)."""
+"""``openstack tally ...``: the python-openstackclient plugin (``pip install ./client[openstack]``)."""
