@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from reporting.cli.main import main
 from reporting.db.models import SyncRun
+from tallyclient.cli.main import main
 from tests.functional.cli.conftest import Api
 from tests.functional.reporting.fixtures import TOKENS
 

@@ -116,7 +116,7 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(priced: Api, argv: l
     os.close(read)
     try:
         done = subprocess.run(  # noqa: S603 - this interpreter, fixed arguments
-            [sys.executable, "-m", "reporting.cli.main", "--url", priced.url, "--token",
+            [sys.executable, "-m", "tallyclient.cli.main", "--url", priced.url, "--token",
              TOKENS["read"], *argv], stdout=write, stderr=subprocess.PIPE, timeout=120,
             check=False)
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reporting.cli.main import main
+from tallyclient.cli.main import main
 from tests.functional.cli.conftest import Api
 from tests.functional.cli.test_cli import HISTORY, event, run, table_rows
 from tests.functional.reporting.fixtures import TOKENS

@@ -18,7 +18,7 @@ import pytest
 import requests
 import yaml
 
-from reporting.cli.main import main as tally_main
+from tallyclient.cli.main import main as tally_main
 from tests.functional.collector.harness import wait_until
 from tests.functional.keystone.conftest import UNSCOPED_USER, Deployment
 from tests.functional.keystone.server import ADMIN_PASSWORD, TOKEN_EXPIRATION_S, Admin, token

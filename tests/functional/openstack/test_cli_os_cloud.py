@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from reporting.cli.main import main
+from tallyclient.cli.main import main
 from tests.functional.openstack.cloud import KeystoneCloud
 
 

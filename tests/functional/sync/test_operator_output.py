@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 from mapping.event import format_timestamp
-from reporting.cli import main as cli
 from reporting.cmd import sync as sync_cmd
 from reporting.sync.run_ids import new_run_id
 from reporting.sync.stats import describe_deferred
 from simcloud.cmd import write_tally_clouds
+from tallyclient.cli import main as cli
 from tests.functional.sync.conftest import ADMIN, READ, START, Syncer, running_syncer
 
 T1 = START + dt.timedelta(hours=6)

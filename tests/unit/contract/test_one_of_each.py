@@ -11,7 +11,8 @@ import pytest
 from mapping.event import MAX_BATCH
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-PACKAGES = ("mapping", "tally_common", "collector", "reporting", "simcloud", "bench")
+PACKAGES = ("mapping", "tally_common", "collector", "reporting", "simcloud", "bench",
+            "client/tallyclient")
 
 
 def _sources() -> dict[str, str]:

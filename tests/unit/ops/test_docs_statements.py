@@ -131,7 +131,7 @@ def test_the_metrics_and_columns_the_docs_name_exist() -> None:
     assert "tally_ingest_replayed_events_total" in _text("deployment.md")
     assert "tally_ingest_replayed_events_total" in metrics
     assert "`openstack_event_type`" in _text("cli.md")
-    from reporting.cli import commands
+    from tallyclient.cli import commands
 
     source = Path(commands.__file__).read_text()
     assert '("openstack_event_type", _provider_event_type)' in source

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import grimp
 
-PACKAGES = ("mapping", "tally_common", "collector", "reporting", "simcloud", "tests")
+PACKAGES = ("mapping", "tally_common", "collector", "reporting", "simcloud", "tallyclient",
+            "tests")
 
 
 def strongly_connected(graph: grimp.ImportGraph) -> list[list[str]]:

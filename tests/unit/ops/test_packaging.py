@@ -6,23 +6,26 @@ the other's files.  Tally is therefore installed into a virtualenv of its own
 (docs/deployment.md), and these tests fail when anything else in the environment
 claims one of the names.
 
-The ``openstack`` plugin is found through the installed metadata alone (entry points
-``openstack.cli.extension`` and ``openstack.tally.v1``): these tests check that they
-are installed as setup.cfg declares them and load what OSC expects.
+The clients (``tally`` and the ``openstack`` plugin) are the package ``tallyclient``
+of a distribution of its own, ``tallyclient`` (client/pyproject.toml).  The plugin is
+found through the installed metadata alone (entry points ``openstack.cli.extension``
+and ``openstack.tally.v1``): these tests check that they are installed as
+client/pyproject.toml declares them and load what OSC expects.
 """
 
 from __future__ import annotations
 
-import configparser
 import importlib
 import importlib.metadata
 import inspect
+import tomllib
 from pathlib import Path
 
 import pytest
 
 TOP_LEVEL = ("mapping", "tally_common", "collector", "reporting", "simcloud")
 REPO_ROOT = Path(__file__).resolve().parents[3]
+CLIENT_ROOT = REPO_ROOT / "client"
 
 
 @pytest.mark.parametrize("name", TOP_LEVEL)
@@ -38,6 +41,22 @@ def test_each_top_level_name_imports_this_tree(name: str) -> None:
     assert Path(module.__file__).resolve().is_relative_to(REPO_ROOT), module.__file__
 
 
+def test_the_client_package_belongs_to_the_client_distribution_alone() -> None:
+    owners = set(importlib.metadata.packages_distributions().get("tallyclient", []))
+    assert owners == {"tallyclient"}, f"tallyclient is provided by {sorted(owners)}"
+    module = importlib.import_module("tallyclient")
+    assert module.__file__ is not None
+    assert Path(module.__file__).resolve().is_relative_to(CLIENT_ROOT), module.__file__
+
+
+def test_the_server_distribution_declares_nothing_of_the_client() -> None:
+    requires = importlib.metadata.distribution("tally").requires or []
+    assert not [line for line in requires if "tallyclient" in line], requires
+    server_scripts = importlib.metadata.distribution("tally").entry_points.select(
+        group="console_scripts")
+    assert "tally" not in server_scripts.names, "tally is the client distribution's script"
+
+
 def test_the_alembic_directory_does_not_shadow_the_library() -> None:
     import alembic
 
@@ -47,25 +66,24 @@ def test_the_alembic_directory_does_not_shadow_the_library() -> None:
 
 
 def _declared_entry_points(group: str) -> dict[str, str]:
-    """``group`` as setup.cfg declares it: {name: "module[:attr]"}."""
-    parser = configparser.ConfigParser()
-    parser.read(REPO_ROOT / "setup.cfg")
-    lines = parser["options.entry_points"][group].strip().splitlines()
-    return dict((part.strip() for part in line.split("=", 1)) for line in lines)
+    """``group`` as client/pyproject.toml declares it: {name: "module[:attr]"}."""
+    project = tomllib.loads((CLIENT_ROOT / "pyproject.toml").read_text())["project"]
+    return dict(project["entry-points"][group])
 
 
 def _installed_entry_points(group: str) -> dict[str, importlib.metadata.EntryPoint]:
-    """``group`` in the installed distribution's metadata (what OSC's stevedore reads)."""
-    found = importlib.metadata.distribution("tally").entry_points.select(group=group)
+    """``group`` in the installed client's metadata (what OSC's stevedore reads)."""
+    found = importlib.metadata.distribution("tallyclient").entry_points.select(group=group)
     return {entry.name: entry for entry in found}
 
 
 @pytest.mark.parametrize("group", ["openstack.cli.extension", "openstack.tally.v1"])
 def test_the_openstack_plugin_entry_points_are_installed(group: str) -> None:
     installed = {name: entry.value for name, entry in _installed_entry_points(group).items()}
-    assert installed, f"no {group} entry point installed: reinstall (pip install -e .)"
+    assert installed, f"no {group} entry point installed: reinstall (pip install -e ./client)"
     assert installed == _declared_entry_points(group), (
-        "the installed metadata differs from setup.cfg: reinstall (pip install -e .)")
+        "the installed metadata differs from client/pyproject.toml: reinstall "
+        "(pip install -e ./client)")
 
 
 def test_the_openstack_plugin_module_is_what_osc_loads() -> None:

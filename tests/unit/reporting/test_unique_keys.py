@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from reporting.billing import pricelist
-from reporting.cli.billing import DocumentError, read_document
 from reporting.unique_keys import DuplicateKeyError, UniqueKeyLoader, loads_json
+from tallyclient.cli.billing import DocumentError, read_document
 
 FLAVORS_JSON = """{"effective_from": "2026-10-01T00:00:00Z", "currency": "EUR",
  "rates": {"instance": {"per": "hour",

@@ -19,7 +19,8 @@ from reporting.cmd import ConfigError, load_conf
 from tally_common.env_aliases import ENV_ALIASES, EnvAliasError, apply_env_aliases
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-PACKAGES = ("mapping", "tally_common", "collector", "reporting", "simcloud")
+PACKAGES = ("mapping", "tally_common", "collector", "reporting", "simcloud",
+            "client/tallyclient")
 READ_BY = {"collector": "tally-collector",
            "reporting": "tally-reporting, tally-manage, tally-sync, reporting.wsgi"}
 
@@ -222,7 +223,7 @@ ALLOWED_ENVIRON = {
     "reporting/metrics.py": "PROMETHEUS_MULTIPROC_DIR, prometheus_client's convention",
     "reporting/cmd/serve.py": "sets PROMETHEUS_MULTIPROC_DIR; OS_CLIENT_CONFIG_FILE's line",
     "reporting/openstack/credentials.py": "OS_CLIENT_CONFIG_FILE and OpenStack's OS_*",
-    "reporting/cli/main.py": "the tally client: TALLY_URL, TALLY_TOKEN, TALLY_TOKEN_FILE, OS_CLOUD",
+    "client/tallyclient/cli/main.py": "the tally client: TALLY_URL, TALLY_TOKEN, TALLY_TOKEN_FILE, OS_CLOUD",
     "simcloud/demo.py": "points OS_CLIENT_CONFIG_FILE at the clouds.yaml it writes",
     "reporting/sync/run_process.py": "a run process inherits the environment (OS_* for the "
     "adapter), less PROMETHEUS_MULTIPROC_DIR; it reads no option from it",

@@ -2,7 +2,7 @@
 ``statement show``.
 
 Each command asks the Reporting API through the functions ``tally`` uses
-(``reporting.cli.commands``) and hands cliff columns and rows, so the usual
+(``tallyclient.cli.commands``) and hands cliff columns and rows, so the usual
 ``-f table|json|csv|value|yaml`` and ``-c COLUMN`` apply. Column names are the API's
 field names.
 """
@@ -19,8 +19,8 @@ from cliff.show import ShowOne
 from osc_lib import exceptions
 from osc_lib.cli import format_columns
 
-from reporting.cli import billing, commands, table
-from reporting.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
+from tallyclient.cli import billing, commands, table
+from tallyclient.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
 
 RESOURCE_FIELDS = ("platform", "cloud", "resource_type", "resource_id", "project_id", "state",
                    "size", "live", "created_at", "deleted_at", "last_event_at",

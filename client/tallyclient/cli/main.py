@@ -13,11 +13,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from reporting.cli import billing, commands, keystone, table
-from reporting.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
-from reporting.cli.pipes import quiet_on_broken_pipe
-from tally_common.api_url import ApiUrlError, check_base_url
-from tally_common.token_file import TokenFileError, read_token_file
+from tallyclient.api_url import ApiUrlError, check_base_url
+from tallyclient.cli import billing, commands, keystone, table
+from tallyclient.cli.http import MAX_PAGE, ApiClient, ApiError, Unreachable
+from tallyclient.cli.pipes import quiet_on_broken_pipe
+from tallyclient.token_file import TokenFileError, read_token_file
 
 PROG = "tally"
 DEFAULT_URL = "http://127.0.0.1:8779"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import requests_mock as rm
 
-from reporting.cli.main import main
+from tallyclient.cli.main import main
 
 URL = "http://tally.test:8779"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import requests
 
-from tally_common.api_url import describe_request_error
+from tallyclient.api_url import describe_request_error
 
 # The API refuses a page larger than this.
 MAX_PAGE = 1000

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import requests
 
-from tally_common.api_url import describe_request_error
+from tallyclient.api_url import describe_request_error
 
 # The catalog service type Tally's Reporting API is registered under.
 SERVICE_TYPE = "usage-history"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reporting.cli.main import main
+from tallyclient.cli.main import main
 
 
 def test_keystone_unreachable_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -14,11 +14,16 @@ from urllib.parse import quote
 
 import yaml
 
-from reporting.cli import table
-from reporting.cli.commands import Output
-from reporting.cli.http import ApiClient
-from reporting.unique_keys import DuplicateKeyError, DuplicateYamlKey, UniqueKeyLoader, loads_json
-from reporting.yaml_errors import where_and_why
+from tallyclient.cli import table
+from tallyclient.cli.commands import Output
+from tallyclient.cli.http import ApiClient
+from tallyclient.documents import (
+    DuplicateKeyError,
+    DuplicateYamlKey,
+    UniqueKeyLoader,
+    loads_json,
+    where_and_why,
+)
 
 
 class DocumentError(Exception):

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from reporting.cli import table
-from reporting.cli.http import ApiClient, ApiError
+from tallyclient.cli import table
+from tallyclient.cli.http import ApiClient, ApiError
 
 
 @dataclass

@@ -3,7 +3,7 @@
 OSC loads it, adds ``--os-tally-api-version`` to its parser, and builds the client
 lazily with :func:`make_client` the first time a ``tally`` command asks for
 ``self.app.client_manager.tally``. The commands are the ``openstack.tally.v1``
-entry points (``reporting.osc.v1``).
+entry points (``tallyclient.osc.v1``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from reporting.cli.http import ApiClient
-from reporting.cli.keystone import SERVICE_TYPE
+from tallyclient.cli.http import ApiClient
+from tallyclient.cli.keystone import SERVICE_TYPE
 
 DEFAULT_API_VERSION = "1"
 API_NAME = "tally"

@@ -1,0 +1,1 @@
+"""``openstack tally ...``: the python-openstackclient plugin (``pip install ./client[openstack]``)."""

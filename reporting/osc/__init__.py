@@ -1,1 +1,0 @@
-"""``openstack tally ...``: the python-openstackclient plugin (``pip install tally[openstack]``)."""
