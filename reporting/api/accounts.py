@@ -83,20 +83,20 @@ def get_accounts() -> Any:
     return pagination.list_body([accounts.render(r) for r in rows[:limit]], marker)
 
 
-@bp.get("/v1/accounts/<name>")
+@bp.get("/v1/accounts/<account_id>")
 @require_role("read")
-def get_account(name: str) -> Any:
+def get_account(account_id: str) -> Any:
     params.only(request.args, frozenset())
-    row = _known(name)
+    row = _known(account_id)
     members = accounts.memberships_of(db_session(), row.account_id)
     return {**accounts.render(row),
             "memberships": [accounts.render_membership(m) for m in members]}
 
 
-@bp.post("/v1/accounts/<name>/memberships")
+@bp.post("/v1/accounts/<account_id>/memberships")
 @require_role("admin")
-def post_membership(name: str) -> Any:
-    account = _account_path(name)
+def post_membership(account_id: str) -> Any:
+    account = _account_path(account_id)
     document = json_object()
     session = db_session()
     with session.begin():
@@ -168,12 +168,12 @@ def _wants_csv() -> bool:
         accept["text/csv"] > accept["application/json"])
 
 
-@bp.get("/v1/accounts/<name>/statement")
+@bp.get("/v1/accounts/<account_id>/statement")
 @require_role("read")
-def get_account_statement(name: str) -> Response:
+def get_account_statement(account_id: str) -> Response:
     params.only(request.args, frozenset({"period"}))
     period = period_name(request.args.get("period"))
-    account = _known(name)
+    account = _known(account_id)
     now = utcnow()
     if periods.parse(period)[0] > now:
         raise ApiError(409, "period_not_started",
