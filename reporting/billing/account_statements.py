@@ -86,8 +86,9 @@ def _project(session: Session, cloud: str, project_id: str, period: str,
 def _legacy_within(lines: list[dict[str, Any]], stretch: accounts.Stretch,
                    period: str) -> list[dict[str, Any]]:
     """A statement closed before its lines were frozen apart keeps its lines whole: a
-    membership never changes a closed period, so a stretch covers all of it."""
-    if (stretch.start, stretch.end) != periods.parse(period):
+    membership never changes a closed period, so a stretch covers all of it (a
+    statement of adjustments only is stored whole too, without lines)."""
+    if lines and (stretch.start, stretch.end) != periods.parse(period):
         raise RuntimeError(f"a membership splits closed period {period} of {stretch.cloud}")
     return lines
 
