@@ -10,6 +10,7 @@ from oslo_config import cfg
 
 from reporting import metrics
 from reporting.api import (
+    accounts,
     auth,
     clouds,
     errors,
@@ -64,5 +65,5 @@ def _register_blueprints(app: Flask, conf: cfg.ConfigOpts) -> None:
         app.register_blueprint(write_side.bp)
     sync_api.init_app(app, conf)
     app.register_blueprint(sync_api.bp)
-    for billing in (price_lists, statements, periods):
+    for billing in (price_lists, statements, periods, accounts):
         app.register_blueprint(billing.bp)

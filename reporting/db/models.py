@@ -27,6 +27,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 # Billing's tables live beside their feature; importing them here registers them on
 # Base.metadata, which the migrations and the drift test compare.
+from reporting.db import account_models as account_models
 from reporting.db import billing_models as billing_models
 from reporting.db.base import Base, BigIntId
 

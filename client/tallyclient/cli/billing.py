@@ -1,4 +1,5 @@
-"""The billing subcommands: ``price-list put|show``, ``statement``, ``period close|list``.
+"""The billing subcommands: ``price-list put|show``, ``statement``, ``period close|list``,
+``account add|list|show|join|statement``.
 
 ``price-list put`` reads YAML or JSON and keeps every number as the text it was
 written as (``0.020`` stays ``"0.020"``, never a binary float), so amounts reach the
@@ -149,6 +150,94 @@ def period_list(client: ApiClient, args: argparse.Namespace) -> Output:
     return Output(items, PERIOD_COLUMNS, items)
 
 
+ACCOUNT_COLUMNS = [table.field(name) for name in (
+    "account_id", "description", "created_at", "created_by")]
+MEMBERSHIP_COLUMNS = [table.field(name) for name in (
+    "account_id", "cloud", "project_id", "number", "effective_from", "created_at",
+    "created_by")]
+SECTION_LINE_COLUMNS = [table.field(name) for name in ("cloud", "project_id")] + LINE_COLUMNS
+
+
+def account_add(client: ApiClient, args: argparse.Namespace) -> Output:
+    body = client.post("/v1/accounts",
+                       {"account_id": args.account, "description": args.description})
+    return Output(body, ACCOUNT_COLUMNS, [body])
+
+
+def account_list(client: ApiClient, args: argparse.Namespace) -> Output:
+    items = client.pages("/v1/accounts", {}, None)
+    return Output(items, ACCOUNT_COLUMNS, items)
+
+
+def account_show(client: ApiClient, args: argparse.Namespace) -> Output:
+    body = client.get(f"/v1/accounts/{_quoted(args.account)}")
+    return Output(body, MEMBERSHIP_COLUMNS, body["memberships"],
+                  f"{body['account_id']}: {body['description']}")
+
+
+def account_join(client: ApiClient, args: argparse.Namespace) -> Output:
+    body = client.post(f"/v1/accounts/{_quoted(args.account)}/memberships",
+                       {"cloud": args.cloud, "project_id": args.project,
+                        "effective_from": args.effective_from})
+    return Output(body, MEMBERSHIP_COLUMNS, [body])
+
+
+def account_statement(client: ApiClient, args: argparse.Namespace) -> Output:
+    path = f"/v1/accounts/{_quoted(args.account)}/statement"
+    if args.format == "csv":
+        return Output(None, [], [], text=client.get_text(path, {"period": args.period},
+                                                         "text/csv"))
+    body = client.get(path, {"period": args.period})
+    rows: list[dict[str, Any]] = []
+    for section in body["projects"]:
+        where = {"cloud": section["cloud"], "project_id": section["project_id"]}
+        rows.extend({**where, **line} for line in section["lines"])
+        rows.extend({**where, "resource_type": a["resource_type"],
+                     "resource_id": a["resource_id"], "state": None, "start": None,
+                     "end": None, "price_list_version": None, "quantity": None, "unit": None,
+                     "rate": None, "modifier": None, "amount": a["amount"], "unrated": None,
+                     "zero_rated": False, "note": f"adjustment of {a['period']}"}
+                    for a in section["adjustments"])
+    totals = "; ".join(
+        f"{t['currency'] or ''} subtotal {t['subtotal']}  adjustments {t['adjustments_total']}"
+        f"  total {t['total']}  unrated lines {t['unrated_lines']}" for t in body["totals"])
+    footer = (f"{body['status']}{' (provisional)' if body['provisional'] else ''}  "
+              f"{totals or 'no project in the period'}")
+    return Output(body, SECTION_LINE_COLUMNS, rows, footer)
+
+
+def _register_accounts(sub: Any, common: argparse.ArgumentParser) -> None:
+    account = sub.add_parser("account", parents=[common], allow_abbrev=False,
+                             help="billing accounts: projects grouped, their statements")
+    verbs = account.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = verbs.add_parser("add", parents=[common], allow_abbrev=False,
+                           help="add an account (admin)")
+    add.add_argument("account")
+    add.add_argument("--description", default="")
+    add.set_defaults(handler=account_add)
+    listing = verbs.add_parser("list", parents=[common], allow_abbrev=False, help="the accounts")
+    listing.set_defaults(handler=account_list)
+    show = verbs.add_parser("show", parents=[common], allow_abbrev=False,
+                            help="an account and its memberships")
+    show.add_argument("account")
+    show.set_defaults(handler=account_show)
+    join = verbs.add_parser("join", parents=[common], allow_abbrev=False,
+                            help="put a cloud's project in the account from an instant on "
+                            "(admin)")
+    join.add_argument("account")
+    join.add_argument("--cloud", required=True)
+    join.add_argument("--project", required=True)
+    join.add_argument("--from", dest="effective_from", required=True, metavar="RFC3339",
+                      help="the instant it belongs to the account from, e.g. "
+                      "2026-10-15T00:00:00Z")
+    join.set_defaults(handler=account_join)
+    stmt = verbs.add_parser("statement", parents=[common], allow_abbrev=False,
+                            help="the account's statement of a period, per project")
+    stmt.add_argument("account")
+    stmt.add_argument("--period", required=True, metavar="YYYY-MM")
+    stmt.set_defaults(handler=account_statement, csv_ok=True)
+
+
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the billing subcommands to the ``tally`` parser."""
     prices = sub.add_parser("price-list", parents=[common], allow_abbrev=False,
@@ -189,3 +278,4 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                                help="periods with status, who closed them and the cutoff")
     listing.add_argument("cloud")
     listing.set_defaults(handler=period_list)
+    _register_accounts(sub, common)

@@ -4,13 +4,16 @@ arrival order, split anywhere by
 closes, with a price version added after the first close (for a later period): every
 frozen statement stays byte for byte what it was, it is the statement of the facts
 received up to its cutoff, and frozen + booked + pending adjustments = the recomputed
-truth.  On SQLite and PostgreSQL (fewer examples there: each one truncates and refills
+truth.  Two accounts share p1 (it moves at a drawn instant) and p2 (joining at
+another): every account statement's lines are its projects' lines cut at the
+memberships' instants, and a closed period's account statement never changes.  On SQLite and PostgreSQL (fewer examples there: each one truncates and refills
 a database)."""
 
 from __future__ import annotations
 
 import collections
 import datetime as dt
+import json
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +27,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting.billing import adjustments, closing, statements, versions
+from reporting.billing import (
+    account_statements,
+    accounts,
+    adjustments,
+    closing,
+    service,
+    statements,
+    versions,
+)
 from reporting.db import engine as db_engine
 from reporting.db import writes
 from reporting.db.models import SyncRun
@@ -122,8 +133,65 @@ def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
     return draw(st.permutations(items))
 
 
-def _check(factory: sessionmaker[Session], frozen_before: dict[str, dict[str, Any]]) -> None:
+ACCOUNTS = ("a", "b")
+
+
+def _instant(text: str) -> dt.datetime:
+    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _cut(line: dict[str, Any], stretches: list[accounts.Stretch]) -> list[tuple[Any, ...]]:
+    """Where ``line`` of a project's statement belongs on account statements: its part
+    within each stretch of a membership."""
+    start, end = _instant(line["start"]), _instant(line["end"])
+    found = []
+    for stretch in stretches:
+        piece = (max(start, stretch.start), min(end, stretch.end))
+        if piece[0] < piece[1] or (start == end and stretch.start <= start < stretch.end):
+            found.append((line["resource_id"], line["event_id"], *piece,
+                          line["price_list_version"], line["rate"], line["modifier"]))
+    return found
+
+
+def _check_accounts(session: Session, period: str,
+                    closed_accounts: dict[tuple[str, str], str]) -> None:
+    start, end = statements.period_bounds(period)
+    documents = {name: account_statements.document(session, name, period, NOW)
+                 for name in ACCOUNTS}
+    for name, document in documents.items():
+        if (name, period) in closed_accounts:
+            text = json.dumps(document, separators=(",", ":"))
+            assert text == closed_accounts[(name, period)]
+    for project in ("p1", "p2"):
+        stretches = [s for name in ACCOUNTS for s in accounts.stretches(session, name, start, end)
+                     if s.project_id == project]
+        whole = json.loads(service.statement_text(session, "c1", project, period, NOW))
+        expected = sorted(piece for line in whole["lines"] for piece in _cut(line, stretches))
+        pieces = [(line["resource_id"], line["event_id"], _instant(line["start"]),
+                   _instant(line["end"]), line["price_list_version"], line["rate"],
+                   line["modifier"])
+                  for document in documents.values() for section in document["projects"]
+                  if section["project_id"] == project for line in section["lines"]]
+        assert sorted(pieces) == expected
+        unsplit = {(x["resource_id"], x["start"], x["end"]): x["amount"] for x in whole["lines"]}
+        for document in documents.values():
+            for section in document["projects"]:
+                if section["project_id"] != project:
+                    continue
+                for line in section["lines"]:
+                    key = (line["resource_id"], line["start"], line["end"])
+                    if key in unsplit:
+                        assert line["amount"] == unsplit[key]
+                # The adjustments go to the account holding the project at the start.
+                at_start = section["from"] == whole["period"] + "-01T00:00:00.000000Z"
+                assert section["adjustments"] == (whole["adjustments"] if at_start else [])
+
+
+def _check(factory: sessionmaker[Session], frozen_before: dict[str, dict[str, Any]],
+           closed_accounts: dict[tuple[str, str], str]) -> None:
     with factory() as session:
+        for period in ("2026-10", "2026-11", "2026-12"):
+            _check_accounts(session, period, closed_accounts)
         closed = statements.closed_periods(session, "c1")
         timeline = versions.timeline(session, "c1")
         pending: dict[str, dict[str, Decimal]] = collections.defaultdict(
@@ -156,7 +224,7 @@ def _check(factory: sessionmaker[Session], frozen_before: dict[str, dict[str, An
 _TABLES = ("events, current_resources, resource_intervals, rejected_events, "
            "price_list_versions, billing_periods, closed_statements, closed_kinds, "
            "closed_resource_amounts, "
-           "billing_adjustments, sync_runs")
+           "billing_adjustments, sync_runs, billing_accounts, account_memberships")
 
 
 @contextmanager
@@ -186,6 +254,17 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
             versions.add(session, "default", document, "test", NOW)
         # Observed since before October (the property is about arrival orders and close
         # points, not where the history begins: test_close_acceptance.py is).
+        for name in ACCOUNTS:
+            accounts.add(session, {"account_id": name}, "test", NOW)
+        moves = [("a", "p1", dt.datetime(2026, 9, 1)),
+                 ("b", "p1", START + dt.timedelta(
+                     hours=data.draw(st.integers(0, 24 * 80), label="p1 moves (h)"))),
+                 ("b", "p2", START + dt.timedelta(
+                     hours=data.draw(st.integers(0, 24 * 80), label="p2 joins (h)")))]
+        for name, project, at in moves:
+            accounts.add_membership(session, name, {
+                "cloud": "c1", "project_id": project,
+                "effective_from": at.strftime("%Y-%m-%dT%H:%M:%SZ")}, "test", NOW)
         session.add(SyncRun(id="run-0", cloud="c1", status="completed",
                             started_at=dt.datetime(2026, 9, 30),
                             completed_at=dt.datetime(2026, 9, 30, 0, 5), stats={}))
@@ -194,6 +273,7 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
     second = data.draw(st.integers(first, len(history)))
     later = data.draw(st.none() | st.integers(0, 24 * 44), label="later version (h)")
     frozen_before: dict[str, dict[str, Any]] = {}
+    closed_accounts: dict[tuple[str, str], str] = {}
     for chunk, period in ((history[:first], "2026-10"), (history[first:second], "2026-11")):
         if chunk:
             seed(factory, chunk)
@@ -201,7 +281,10 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
         with factory() as session:
             frozen_before[period] = {
                 p: body for p, (_s, body) in truth.frozen(session, "c1", period).items()}
-        _check(factory, frozen_before)
+            for name in ACCOUNTS:
+                closed_accounts[(name, period)] = json.dumps(account_statements.document(
+                    session, name, period, NOW), separators=(",", ":"))
+        _check(factory, frozen_before, closed_accounts)
         if period == "2026-10" and later is not None:
             effective = dt.datetime(2026, 11, 1) + dt.timedelta(hours=later)
             with factory() as session:
@@ -211,7 +294,7 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
                 session.commit()
     if history[second:]:
         seed(factory, history[second:])
-    _check(factory, frozen_before)
+    _check(factory, frozen_before, closed_accounts)
 
 
 @pytest.mark.parametrize(("backend", "examples"), [("sqlite", 60), ("postgresql", 25)])

@@ -123,3 +123,32 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(priced: Api, argv: l
         os.close(write)
     assert done.stderr.decode() == ""
     assert done.returncode == 141
+
+
+def test_account_add_join_show_and_statement(priced: Api,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _err = run(priced, capsys, "account", "add", "acme", "--description", "Acme")
+    assert code == 0 and table_rows(out)[1][:2] == ["acme", "Acme"]
+    code, out, _err = run(priced, capsys, "account", "join", "acme", "--cloud", "c1",
+                          "--project", "p1", "--from", "2026-10-02T05:00:00Z")
+    assert code == 0 and table_rows(out)[1][:4] == ["acme", "c1", "p1", "1"]
+    code, _out, err = run(priced, capsys, "account", "join", "acme", "--cloud", "c1",
+                          "--project", "p1", "--from", "2026-10-02T05:00:00Z")
+    assert code == 1 and "409 conflict" in err
+    code, out, _err = run(priced, capsys, "account", "list")
+    assert code == 0 and [row[0] for row in table_rows(out)[1:]] == ["acme"]
+    code, out, _err = run(priced, capsys, "account", "show", "acme")
+    assert code == 0 and "2026-10-02T05:00:00.000000Z" in out
+    # p1 from 05:00 on the 2nd: inst-a loses its first 5 h (0.10) of p1's 1.66.
+    code, out, _err = run(priced, capsys, "account", "statement", "acme", "--period", "2026-10")
+    assert code == 0 and "open (provisional)  EUR subtotal 1.56" in out
+    code, out, _err = run(priced, capsys, "--format", "json", "account", "statement", "acme",
+                          "--period", "2026-10")
+    assert code == 0 and json.loads(out)["totals"][0]["total"] == "1.56"
+    code, out, _err = run(priced, capsys, "account", "statement", "acme", "--period", "2026-10",
+                          "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert {r["record"]: r["value"] for r in rows}["account_total"] == "1.56"
+    code, _out, err = run(priced, capsys, "account", "statement", "nobody", "--period",
+                          "2026-10")
+    assert code == 1 and "404" in err

@@ -80,6 +80,10 @@ DECISIONS: dict[str, list[tuple[str, str]]] = {
     "/v1/resource-types/<platform>/<resource_type>": [
         (REFUSED, "/v1/resource-types/openstack/instance")],
     "/v1/sync-runs": [(REFUSED, "/v1/sync-runs")],
+    # Accounts group projects: read only (a project reads its own statement).
+    "/v1/accounts": [(REFUSED, "/v1/accounts")],
+    "/v1/accounts/<account_id>": [(REFUSED, "/v1/accounts/acme")],
+    "/v1/accounts/<account_id>/statement": [(REFUSED, "/v1/accounts/acme/statement?period=2026-10")],
 }
 PROBES = [(rule, kind, url) for rule, probes in DECISIONS.items() for kind, url in probes]
 
@@ -97,6 +101,13 @@ def client(scoped_app: Flask) -> FlaskClient:
     history.seed(factory, [{**item, "cloud": "c3"} for item in history.october()])
     for document in history.PRICES:
         response = client.put("/v1/price-lists/default", json=document, headers=ADMIN)
+        assert response.status_code == 201, response.get_json()
+    # acme: p1 and p2 of c3.
+    assert client.post("/v1/accounts", json={"account_id": "acme"}, headers=ADMIN
+                       ).status_code == 201
+    for project in ("p1", "p2"):
+        response = client.post("/v1/accounts/acme/memberships", headers=ADMIN, json={
+            "cloud": "c3", "project_id": project, "effective_from": "2026-09-01T00:00:00Z"})
         assert response.status_code == 201, response.get_json()
     closed = client.post("/v1/periods/c3/2026-10/close", headers=ADMIN, json=ACCEPT)
     assert closed.status_code == 200, closed.get_json()

@@ -1,0 +1,112 @@
+"""OpenAPI paths and schemas of billing accounts (``reporting/api/accounts.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reporting.api.openapi_doc import (
+    INSTANT,
+    errors,
+    json_body,
+    list_of,
+    param_ref,
+    path,
+    query,
+    ref,
+)
+
+_DECIMAL = {"type": "string", "pattern": r"^-?[0-9]+(\.[0-9]+)?$"}
+_PERIOD = {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"}
+_TAGS = {"tags": ["billing"]}
+_CSV = {"text/csv": {"schema": {"type": "string"}}}
+
+
+def _all(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "required": list(properties),
+            "properties": properties}
+
+
+_ACCOUNT = {"account_id": {"type": "string"}, "description": {"type": "string"},
+            "created_at": INSTANT, "created_by": {"type": "string"}}
+_MEMBERSHIP = {"account_id": {"type": "string"}, "cloud": {"type": "string"},
+               "project_id": {"type": "string"}, "number": {"type": "integer", "minimum": 1},
+               "effective_from": INSTANT, "created_at": INSTANT,
+               "created_by": {"type": "string"}}
+_TOTALS = {"subtotal": _DECIMAL, "adjustments_total": _DECIMAL, "total": _DECIMAL,
+           "unrated_lines": {"type": "integer", "minimum": 0}}
+
+SCHEMAS: dict[str, Any] = {
+    "Account": _all(_ACCOUNT),
+    "AccountWithMemberships": _all({**_ACCOUNT, "memberships": {
+        "type": "array", "items": ref("AccountMembership")}}),
+    "AccountMembership": _all(_MEMBERSHIP),
+    "AccountDocument": {
+        "type": "object", "additionalProperties": False, "required": ["account_id"],
+        "properties": {"account_id": {"type": "string",
+                                      "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$"},
+                       "description": {"type": "string"}}},
+    "MembershipDocument": {
+        "type": "object", "additionalProperties": False,
+        "required": ["cloud", "project_id", "effective_from"],
+        "properties": {"cloud": {"type": "string"}, "project_id": {"type": "string"},
+                       "effective_from": INSTANT}},
+    "AccountSection": _all({
+        "cloud": {"type": "string"}, "project_id": {"type": "string"},
+        "membership": {"type": "integer", "minimum": 1}, "from": INSTANT, "to": INSTANT,
+        "status": {"enum": ["open", "closed"]}, "currency": {"type": ["string", "null"]},
+        "lines": {"type": "array", "items": ref("StatementLine")},
+        "adjustments": {"type": "array", "items": ref("Adjustment")}, **_TOTALS}),
+    "AccountStatement": _all({
+        "account_id": {"type": "string"}, "period": _PERIOD,
+        "status": {"enum": ["open", "closed"]}, "provisional": {"type": "boolean"},
+        "computed_at": INSTANT,
+        "projects": {"type": "array", "items": ref("AccountSection")},
+        "totals": {"type": "array", "items": _all({
+            "currency": {"type": ["string", "null"]}, **_TOTALS})}}),
+}
+SCHEMAS["Accounts"] = list_of(ref("Account"))
+
+
+def account_paths() -> dict[str, Any]:
+    return {
+        "/v1/accounts": {
+            "get": {**_TAGS, "operationId": "listAccounts",
+                    "summary": "The billing accounts, by id (role read).",
+                    "parameters": [param_ref("limit"), param_ref("marker")],
+                    "responses": {"200": json_body(ref("Accounts"), "A page of accounts."),
+                                  **errors(400, 401, 403)}},
+            "post": {**_TAGS, "operationId": "addAccount",
+                     "summary": "Add an account (role admin); accounts are never edited.",
+                     "requestBody": {"required": True, "content": {"application/json": {
+                         "schema": ref("AccountDocument")}}},
+                     "responses": {"201": json_body(ref("Account"), "Added."),
+                                   **errors(400, 401, 403, 409, 413)}},
+        },
+        "/v1/accounts/{account_id}": {"get": {
+            **_TAGS, "operationId": "getAccount",
+            "summary": "An account and every membership naming it (role read).",
+            "parameters": [path("account_id")],
+            "responses": {"200": json_body(ref("AccountWithMemberships"), "The account."),
+                          **errors(400, 401, 403, 404)}}},
+        "/v1/accounts/{account_id}/memberships": {"post": {
+            **_TAGS, "operationId": "addAccountMembership",
+            "summary": "Put a cloud's project in the account from an instant on (role "
+            "admin); 409 for an instant already taken by the project's memberships or "
+            "one that would change a closed period.",
+            "parameters": [path("account_id")],
+            "requestBody": {"required": True, "content": {"application/json": {
+                "schema": ref("MembershipDocument")}}},
+            "responses": {"201": json_body(ref("AccountMembership"), "Added."),
+                          **errors(400, 401, 403, 404, 409, 413)}}},
+        "/v1/accounts/{account_id}/statement": {"get": {
+            **_TAGS, "operationId": "getAccountStatement",
+            "summary": "The account's statement of a period: a section per stretch of "
+            "the period a project belonged to it (role read); Accept: text/csv answers "
+            "CSV; a period that has not started is 409.",
+            "parameters": [path("account_id"),
+                           query("period", _PERIOD, "The month, YYYY-MM (UTC).",
+                                 required=True)],
+            "responses": {"200": {"description": "The statement.", "content": {
+                "application/json": {"schema": ref("AccountStatement")}, **_CSV}},
+                **errors(400, 401, 403, 404, 409)}}},
+    }

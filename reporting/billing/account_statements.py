@@ -1,0 +1,167 @@
+"""An account's statement of a period: one section per stretch of time a member
+project belonged to the account in the period, each the project's statement
+restricted to that stretch (``docs/statements.md``, "Billing accounts").
+
+A section's lines are the project's lines (computed for an open period, frozen for a
+closed one) clipped to the stretch: a line crossing the instant the project moved is
+split there, each part's quantity and exact amount in proportion to its length (a
+line's price is the same over all of it), then rounded on its own like any line.  The
+adjustments booked on (or pending for) the period belong to the section starting at
+the period's start: to the account holding the project when the period began.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from mapping.event import format_timestamp
+from reporting.billing import accounts, adjustments, currencies, frozen, money, periods, rating
+from reporting.billing import statements as project_statements
+from reporting.billing.versions import timeline
+from reporting.db.billing_models import BillingPeriod, ClosedStatement
+
+
+def _micros(delta: dt.timedelta) -> int:
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def clip(line: rating.Line, start: dt.datetime, end: dt.datetime) -> rating.Line | None:
+    """The part of ``line`` within ``[start, end)``, None when there is none."""
+    if line.start == line.end:
+        return line if start <= line.start < end else None
+    piece_start, piece_end = max(line.start, start), min(line.end, end)
+    if piece_start >= piece_end:
+        return None
+    if (piece_start, piece_end) == (line.start, line.end):
+        return line
+    share = Fraction(_micros(piece_end - piece_start), _micros(line.end - line.start))
+    return dataclasses.replace(
+        line, start=piece_start, end=piece_end, quantity=line.quantity * share,
+        exact_amount=None if line.exact_amount is None else line.exact_amount * share)
+
+
+@dataclasses.dataclass
+class _Project:
+    """What a section is cut from: the project's lines and adjustments of the period."""
+
+    closed: BillingPeriod | None
+    currency: str | None
+    places: int
+    lines: list[rating.Line]
+    legacy_lines: list[dict[str, Any]] | None  # a close before lines were frozen apart
+    adjustments: list[dict[str, Any]]
+
+
+def _project(session: Session, cloud: str, project_id: str, period: str,
+             closed: dict[str, BillingPeriod], now: dt.datetime) -> _Project:
+    start, end = periods.parse(period)
+    if period in closed:
+        record = closed[period]
+        row = session.get(ClosedStatement, (cloud, period, project_id))
+        if row is None:
+            return _Project(record, record.currency, record.minor_units, [], None, [])
+        envelope = json.loads(row.body)  # the envelope of a frozen statement is JSON too
+        legacy = envelope["lines"] if row.lines_at is None else None
+        lines = [] if legacy is not None else frozen.lines(session, row,
+                                                           places=record.minor_units)
+        return _Project(record, envelope["currency"], record.minor_units, lines, legacy,
+                        envelope["adjustments"])
+    versions = timeline(session, cloud)
+    currency = project_statements.currency(versions, end)
+    places = currencies.places(currency)
+    lines = rating.rate_intervals(
+        project_statements.intervals(session, cloud, start, min(end, now), project_id),
+        versions, start, end, now)
+    found = adjustments.pending(session, cloud, period, closed, versions, now, project_id)
+    return _Project(None, currency, places, lines, None, [a.as_dict(places) for a in found])
+
+
+def _legacy_within(lines: list[dict[str, Any]], stretch: accounts.Stretch,
+                   period: str) -> list[dict[str, Any]]:
+    """A statement closed before its lines were frozen apart keeps its lines whole: a
+    membership never changes a closed period, so a stretch covers all of it (a
+    statement of adjustments only is stored whole too, without lines)."""
+    if lines and (stretch.start, stretch.end) != periods.parse(period):
+        raise RuntimeError(f"a membership splits closed period {period} of {stretch.cloud}")
+    return lines
+
+
+def _amount(value: str | None) -> Decimal | None:
+    return None if value is None else Decimal(value)
+
+
+def section(stretch: accounts.Stretch, period: str, project: _Project) -> dict[str, Any]:
+    start = periods.parse(period)[0]
+    if project.legacy_lines is not None:
+        rendered = _legacy_within(project.legacy_lines, stretch, period)
+    else:
+        kept = [clip(line, stretch.start, stretch.end) for line in project.lines]
+        rendered = [line.as_dict() for line in kept if line is not None]
+    booked = project.adjustments if stretch.start == start else []
+    subtotal = money.total(a for a in (_amount(x["amount"]) for x in rendered) if a is not None)
+    adjustments_total = money.total(Decimal(a["amount"]) for a in booked)
+    places = project.places
+    return {
+        "cloud": stretch.cloud, "project_id": stretch.project_id,
+        "membership": stretch.number,
+        "from": format_timestamp(stretch.start), "to": format_timestamp(stretch.end),
+        "status": "closed" if project.closed is not None else "open",
+        "currency": project.currency, "places": places,
+        "lines": rendered, "adjustments": booked,
+        "subtotal": money.money(subtotal, places),
+        "adjustments_total": money.money(adjustments_total, places),
+        "total": money.money(money.add(subtotal, adjustments_total), places),
+        "unrated_lines": sum(1 for x in rendered if x["unrated"] is not None),
+    }
+
+
+def _totals(sections: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The account's totals per currency (an account may span clouds priced in
+    different currencies; amounts of two currencies are never added)."""
+    by_currency: dict[str | None, list[dict[str, Any]]] = {}
+    for item in sections:
+        by_currency.setdefault(item["currency"], []).append(item)
+    found = []
+    for code in sorted(by_currency, key=lambda c: (c is not None, c or "")):
+        items = by_currency[code]
+        places = max(item["places"] for item in items)
+        sums = {name: money.total(Decimal(item[name]) for item in items)
+                for name in ("subtotal", "adjustments_total", "total")}
+        found.append({"currency": code,
+                      **{name: money.money(value, places) for name, value in sums.items()},
+                      "unrated_lines": sum(item["unrated_lines"] for item in items)})
+    return found
+
+
+def document(session: Session, name: str, period: str, now: dt.datetime) -> dict[str, Any]:
+    """Account ``name``'s statement of ``period`` (UnknownAccount if there is none)."""
+    account = accounts.get(session, name)
+    start, end = periods.parse(period)
+    closed_of: dict[str, dict[str, BillingPeriod]] = {}
+    sections = []
+    for stretch in accounts.stretches(session, account.account_id, start, end):
+        if stretch.cloud not in closed_of:
+            closed_of[stretch.cloud] = project_statements.closed_periods(session, stretch.cloud)
+        project = _project(session, stretch.cloud, stretch.project_id, period,
+                           closed_of[stretch.cloud], now)
+        sections.append(section(stretch, period, project))
+    settled = bool(sections) and all(item["status"] == "closed" for item in sections)
+    # A statement every section of which is closed never changes: dated by its last close.
+    computed_at = (max(closed_of[item["cloud"]][period].closed_at for item in sections)
+                   if settled else now)
+    totals = _totals(sections)
+    for item in sections:
+        del item["places"]
+    return {
+        "account_id": account.account_id, "period": period,
+        "status": "closed" if settled else "open", "provisional": not settled,
+        "computed_at": format_timestamp(computed_at),
+        "projects": sections, "totals": totals,
+    }
