@@ -6,7 +6,7 @@ before this revision are numbered here in close order (the period's ``closed_at`
 then the period, then the project), as a close numbers its own.
 
 Revision ID: 0025_close_handoff
-Revises: 0021_close_acceptances
+Revises: 0022_billing_accounts
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0025_close_handoff"
-down_revision = "0021_close_acceptances"
+down_revision = "0022_billing_accounts"
 branch_labels = None
 depends_on = None
 
