@@ -12,6 +12,7 @@ import datetime as dt
 import re
 import secrets
 import threading
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -87,6 +88,10 @@ class AuthError(Exception):
     """Keystone refuses the credentials (401)."""
 
 
+def _wall_clock() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
 class Identity:
     """Users, application credentials and the tokens issued, in memory.
 
@@ -94,7 +99,11 @@ class Identity:
     an expired or revoked token no longer validates.
     """
 
-    def __init__(self, token_ttl: dt.timedelta = DEFAULT_TOKEN_TTL) -> None:
+    def __init__(self, token_ttl: dt.timedelta = DEFAULT_TOKEN_TTL,
+                 clock: Callable[[], dt.datetime] = _wall_clock) -> None:
+        # The instant tokens are issued and checked at (a test's own clock expires a
+        # token without waiting for it).
+        self.clock = clock
         self.users: dict[str, User] = {}
         self.app_credentials: dict[str, AppCredential] = {}
         self.token_ttl = token_ttl
@@ -168,7 +177,7 @@ class Identity:
     def _issue(self, user: User, roles: tuple[str, ...], cred: AppCredential | None) -> Token:
         # Keystone's instants have whole microseconds at most; keep them to the second
         # so the rendered expires_at is exactly the one enforced.
-        now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+        now = self.clock().replace(microsecond=0)
         token = Token(secrets.token_hex(32), user, roles, cred, now, now + self.token_ttl,
                       secrets.token_urlsafe(16))
         with self._lock:
@@ -185,7 +194,7 @@ class Identity:
         if not value:
             return None
         token = self._tokens.get(value)
-        if token is None or token.expires_at <= dt.datetime.now(dt.UTC):
+        if token is None or token.expires_at <= self.clock():
             return None
         return token
 

@@ -83,7 +83,10 @@ def _refuse_tally_clouds_file(found: str) -> None:
     import yaml
 
     try:
-        document = yaml.safe_load(Path(found).read_text())
+        # libyaml where PyYAML has it: this runs on every sync, before the loader
+        # reads the same file again.
+        loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        document = yaml.load(Path(found).read_text(), Loader=loader_class)  # noqa: S506 - a safe loader
     except (OSError, yaml.YAMLError):
         return  # the loader reports it in its own words
     if isinstance(document, Mapping) and isinstance(document.get("clouds"), list):
