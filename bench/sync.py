@@ -52,22 +52,27 @@ from bench.scratch_database import scratch_database  # noqa: E402
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
 
-def _list_everything(clouds_yaml: Path) -> int:
-    """Baseline: every listing a sync reads, through keystoneauth, items discarded."""
-    import openstack.config
-    from keystoneauth1.adapter import Adapter
+class _Lister:
+    """A keystoneauth session of the clouds.yaml entry ``sim-admin`` that walks a
+    listing page after page (1000 a page, markers followed), items discarded."""
 
-    config = openstack.config.OpenStackConfig(config_files=[str(clouds_yaml)],
-                                              load_envvars=False)
-    region = config.get_one("sim-admin")
-    session = region.get_session()
+    def __init__(self, clouds_yaml: Path) -> None:
+        import openstack.config
 
-    def adapter(service_type: str) -> Adapter:
-        return Adapter(session, service_type=service_type,
-                       interface=region.get_interface(service_type),
-                       region_name=region.get_region_name(service_type))
+        config = openstack.config.OpenStackConfig(config_files=[str(clouds_yaml)],
+                                                  load_envvars=False)
+        self.region = config.get_one("sim-admin")
+        self.session = self.region.get_session()
 
-    def walk(client: Adapter, path: str, key: str, params: dict[str, Any],
+    def adapter(self, service_type: str) -> Any:
+        from keystoneauth1.adapter import Adapter
+
+        return Adapter(self.session, service_type=service_type,
+                       interface=self.region.get_interface(service_type),
+                       region_name=self.region.get_region_name(service_type))
+
+    @staticmethod
+    def walk(client: Any, path: str, key: str, params: dict[str, Any],
              headers: dict[str, str] | None = None) -> int:
         count, marker = 0, None
         while True:
@@ -78,6 +83,12 @@ def _list_everything(clouds_yaml: Path) -> int:
             if len(items) < 1000:
                 return count
             marker = items[-1]["id"]
+
+
+def _list_everything(clouds_yaml: Path) -> int:
+    """Baseline: every listing a sync reads, through keystoneauth, items discarded."""
+    lister = _Lister(clouds_yaml)
+    adapter, walk = lister.adapter, lister.walk
 
     nova = adapter("compute")
     total = walk(nova, "servers/detail", "servers", {"all_tenants": 1},
@@ -93,32 +104,10 @@ def _list_everything(clouds_yaml: Path) -> int:
 
 def _list_changes(clouds_yaml: Path, since: dt.datetime, deleted_since: dt.datetime) -> int:
     """Baseline of an incremental run: the same filtered listings, items discarded."""
-    import openstack.config
-    from keystoneauth1.adapter import Adapter
-
     from mapping.event import format_timestamp
 
-    config = openstack.config.OpenStackConfig(config_files=[str(clouds_yaml)],
-                                              load_envvars=False)
-    region = config.get_one("sim-admin")
-    session = region.get_session()
-
-    def adapter(service_type: str) -> Adapter:
-        return Adapter(session, service_type=service_type,
-                       interface=region.get_interface(service_type),
-                       region_name=region.get_region_name(service_type))
-
-    def walk(client: Adapter, path: str, key: str, params: dict[str, Any],
-             headers: dict[str, str] | None = None) -> int:
-        count, marker = 0, None
-        while True:
-            query = {**params, "limit": 1000, **({"marker": marker} if marker else {})}
-            body = client.get(path, params=query, headers=headers).json()
-            items = body[key]
-            count += len(items)
-            if len(items) < 1000:
-                return count
-            marker = items[-1]["id"]
+    lister = _Lister(clouds_yaml)
+    adapter, walk = lister.adapter, lister.walk
 
     seconds = since.strftime("%Y-%m-%dT%H:%M:%SZ")
     nova = adapter("compute")
