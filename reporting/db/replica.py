@@ -13,7 +13,9 @@ import datetime as dt
 
 import sqlalchemy as sa
 from oslo_config import cfg
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
+
+from reporting.db import writes
 
 replica_opts: list[cfg.Opt] = [
     cfg.StrOpt(
@@ -38,12 +40,12 @@ def check_urls(primary_url: str, replica_url: str) -> None:
     for what, url in (("[database] slave_connection", replica_url),
                       ("[database] connection", primary_url)):
         try:
-            backend = make_url(url).get_backend_name()
+            postgresql = writes.is_postgresql(url)
         except sa.exc.ArgumentError as exc:
             raise ReplicaConfigError(f"{what} is not a database URL: {exc}") from None
-        if backend != "postgresql":
+        if not postgresql:
             raise ReplicaConfigError(
-                f"{what} is {backend}: a read replica needs PostgreSQL streaming "
+                f"{what} is not PostgreSQL: a read replica needs PostgreSQL streaming "
                 "replication on both (unset [database] slave_connection on SQLite)")
 
 

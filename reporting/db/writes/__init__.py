@@ -80,6 +80,11 @@ _ATTACHED: weakref.WeakKeyDictionary[sa.Engine, Writes] = weakref.WeakKeyDiction
 _lock = threading.Lock()
 
 
+def is_postgresql(url: str) -> bool:
+    """Whether ``url`` names a PostgreSQL database (ArgumentError when no URL at all)."""
+    return sa.engine.make_url(url).get_backend_name() == "postgresql"
+
+
 def private_to_process(url: str) -> bool:
     """Whether ``url`` is a database no other process can open (SQLite in memory)."""
     parsed = sa.engine.make_url(url)

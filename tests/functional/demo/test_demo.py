@@ -44,7 +44,12 @@ def test_demo_refuses_a_database_that_already_holds_the_cloud(tmp_path: Path) ->
     first = _run_demo(tmp_path, "--hours", "1")
     assert first.returncode == 0, first.stdout + first.stderr
     kept = tmp_path / "kept.sqlite"
-    kept.write_bytes((tmp_path / "demo" / "tally.sqlite").read_bytes())
+    # The database file and its write-ahead log (SQLite in WAL mode: what a run's
+    # process wrote may not be checkpointed into the main file yet).
+    for suffix in ("", "-wal"):
+        source = tmp_path / "demo" / f"tally.sqlite{suffix}"
+        if source.exists():
+            Path(f"{kept}{suffix}").write_bytes(source.read_bytes())
     second = _run_demo(tmp_path, "--hours", "1", "--database-connection", f"sqlite:///{kept}")
     assert second.returncode != 0
     assert "already holds" in second.stdout + second.stderr
