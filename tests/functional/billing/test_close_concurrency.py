@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting import projection
@@ -22,6 +23,7 @@ from reporting.billing import adjustments, closing, statements, versions
 from reporting.db import engine as db_engine
 from tests.functional.billing import truth
 from tests.functional.billing.history import PRICES, SMALL, event, seed
+from tests.functional.collector.harness import wait_until
 
 NOW = dt.datetime(2026, 12, 15)
 
@@ -36,6 +38,14 @@ def pg_factory(pg_migrated_database: str) -> Any:
         session.commit()
     yield factory
     engine.dispose()
+
+
+def _advisory_lock_waiters(factory: sessionmaker[Session]) -> int:
+    """Sessions of this database waiting for an advisory lock."""
+    with factory() as session:
+        return int(session.execute(sa.text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND wait_event = 'advisory'")).scalar_one())
 
 
 def _create(rid: str, day: int, project: str = "p1") -> dict[str, Any]:
@@ -65,7 +75,10 @@ def test_a_close_waits_for_the_ingest_in_flight(
     seed(pg_factory, [_create("later", 3)])
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         closing_now = pool.submit(closing.close, pg_factory, "c1", "2026-10", "test", NOW)
-        time.sleep(0.5)
+        # Wait until the close is blocked on the ingest's lock (not for a fixed delay,
+        # which a loaded machine could outlast before the close even starts).
+        wait_until(lambda: _advisory_lock_waiters(pg_factory) > 0 or closing_now.done(),
+                   120, "the close to wait on the advisory lock")
         assert not closing_now.done(), "the close must wait for the ingest in flight"
         release.set()
         slow.join(120)

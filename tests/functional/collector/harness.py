@@ -154,8 +154,7 @@ class TcpProxy:
                 self._sockets += [client, upstream]
             threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
 
-    @staticmethod
-    def _pump(a: socket.socket, b: socket.socket) -> None:
+    def _pump(self, a: socket.socket, b: socket.socket) -> None:
         peers = {a: b, b: a}
         try:
             while True:
@@ -168,9 +167,16 @@ class TcpProxy:
         except OSError:
             return
         finally:
+            with self._lock:  # a relay that ended is no longer live, nor cut later
+                self._sockets = [s for s in self._sockets if s not in peers]
             for sock in (a, b):
                 with contextlib.suppress(OSError):
                     sock.close()
+
+    def live(self) -> int:
+        """How many relayed connections are open now."""
+        with self._lock:
+            return len(self._sockets) // 2
 
     def cut(self) -> int:
         """Reset every relayed connection; returns how many sockets were cut."""

@@ -8,7 +8,6 @@ exchanges, raw messagingv2 envelopes.
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -132,7 +131,7 @@ def test_kills_outage_and_reconnects_store_everything_once(
 
         # 3. Every AMQP connection is cut while notifications keep arriving.
         published |= _publish(rabbit_url, names.topic, 6000, 1000)
-        time.sleep(0.5)
+        wait_until(lambda: rig.proxy.live() > 0, 60, "the collector to connect to RabbitMQ")
         assert rig.proxy.cut() > 0
         published |= _publish(rabbit_url, names.topic, 7000, 1000)
 
