@@ -105,7 +105,9 @@ class KeystoneServer:
             "[DEFAULT]\n"
             f"log_file = {self.log}\n"
             "[database]\n"
-            f"connection = sqlite:///{self.workdir / 'keystone.sqlite'}\n"
+            # SQLite takes one writer at a time: a write waits for the lock (timeout)
+            # rather than failing at once with "database is locked".
+            f"connection = sqlite:///{self.workdir / 'keystone.sqlite'}?timeout=60\n"
             "[token]\n"
             "provider = fernet\n"
             f"expiration = {TOKEN_EXPIRATION_S}\n"
@@ -131,10 +133,12 @@ class KeystoneServer:
         (self.workdir / "keystone_app.py").write_text(
             "import sys\nsys.argv = sys.argv[:1]\n"
             "from keystone.wsgi.api import application  # noqa: E402,F401\n")
+        # One thread: keystone on SQLite fails concurrent token writes ("database is
+        # locked", a 500 to every xdist worker sharing it) where a queue only waits.
         with (self.workdir / "gunicorn.log").open("ab") as sink:
             self._process = subprocess.Popen(
                 [str(self.venv / "bin" / "gunicorn"), "--bind", f"127.0.0.1:{self.port}",
-                 "--workers", "1", "--threads", "4", "--timeout", "120",
+                 "--workers", "1", "--threads", "1", "--timeout", "120",
                  "--chdir", str(self.workdir), "keystone_app:application"],
                 stdout=sink, stderr=subprocess.STDOUT, env=self._env(), cwd=self.workdir)
         deadline = time.monotonic() + 120

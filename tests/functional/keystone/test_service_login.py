@@ -165,6 +165,9 @@ def test_a_revoked_token_is_replaced_after_the_apis_401(deployment: Deployment) 
                         "password": deployment.password, "system_scope": "all",
                         "user_domain_name": "Default"}.items():
         conf.set_override(name, value, group="service_credentials")
+    # This worker's API: the xdist workers sharing keystone each list their own in its
+    # catalog, in a region of its own; without one the catalog may give another's.
+    conf.set_override("region_name", deployment.region, group="service_credentials")
     client = api_client(conf, settings, None)
     assert client.request("GET", "/v1/clouds", timeout=30).status_code == 200
     adapter = client._adapter()  # type: ignore[attr-defined]
