@@ -230,6 +230,9 @@ def _reverse(session: Session, account: str, document: dict[str, Any], who: str,
         raise LineRefused("already_reversed",
                           f"line {number} is reversed already, by line {done}")
     period = _period(document) if "period" in document else original.period
+    if period < original.period:
+        raise LineError(f"period {period} is before line {number}'s period "
+                        f"{original.period}; a reversal is booked on its period or a later one")
     if "effective_at" in document:
         effective_at = _within(_instant(document["effective_at"], "effective_at"), period)
     elif period == original.period:

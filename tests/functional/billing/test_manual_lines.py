@@ -170,6 +170,13 @@ def test_the_close_freezes_the_lines_and_a_later_period_reverses(
     assert twice.get_json()["error"]["code"] == "reversal_of_reversal"
     assert [(x["line"], x["reversed_by"]) for x in _lines(client)] == [
         (1, 3), (2, None), (3, None)]
+    # A reversal is booked on its line's period or a later one, never an earlier one.
+    _booked(client, {**_line("charge", "1.00", "r"), "period": "2026-11",
+                     "effective_at": "2026-11-05T00:00:00Z"})
+    earlier = _book(client, {"reverses": 4, "reason": "r", "period": "2026-10",
+                             "effective_at": "2026-10-03T00:00:00Z"})
+    assert earlier.status_code == 400 and "before line 4's period" in earlier.get_data(
+        as_text=True)
 
 
 def test_refusals_store_nothing(client: FlaskClient,
