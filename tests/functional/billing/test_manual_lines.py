@@ -224,3 +224,28 @@ def test_refusals_store_nothing(client: FlaskClient,
     assert client.get("/v1/accounts/acme/lines?marker=bogus", headers=READ).status_code == 400
     assert client.get("/v1/accounts/acme/lines?colour=red", headers=READ).status_code == 400
     assert client.get("/v1/accounts/nobody/lines", headers=READ).status_code == 404
+
+
+
+def test_a_line_in_yen_has_no_decimals(client: FlaskClient,
+                                       session_factory: sessionmaker[Session]) -> None:
+    """Priced in JPY at 1.25 an hour: p1's inst-a 10 h active = 12.5 -> 12 (half to even)
+    and 14 h shut off at half rate = 8.75 -> 9, 21 yen; a credit of 12 yen leaves 9."""
+    assert client.put("/v1/price-lists/default", headers=ADMIN, json={
+        "effective_from": "2026-10-01T00:00:00Z", "currency": "JPY",
+        "rates": {"instance": {"per": "hour", "by_flavor": {"m1.small": "1.25"}}},
+        "state_modifiers": {"instance": {"shutoff": "0.5"}}}).status_code == 201
+    seed(session_factory, october()[:3])
+    assert client.post("/v1/accounts", headers=ADMIN,
+                       json={"account_id": "acme"}).status_code == 201
+    assert client.post("/v1/accounts/acme/memberships", headers=ADMIN, json={
+        "cloud": "c1", "project_id": "p1", "effective_from": "2026-10-01T00:00:00Z"}
+    ).status_code == 201
+    refused = _book(client, _line("credit", "1.5", "r"))
+    assert refused.status_code == 400
+    assert "more decimals than JPY's minor unit (0)" in refused.get_json()["error"]["message"]
+    booked = _booked(client, _line("credit", "12", "discount"))
+    assert (booked["amount"], booked["currency"]) == ("-12", "JPY")
+    assert _statement(client).get_json()["totals"] == [
+        {"currency": "JPY", "subtotal": "21", "adjustments_total": "0",
+         "manual_total": "-12", "total": "9", "unrated_lines": 0}]
