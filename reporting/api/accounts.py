@@ -206,13 +206,9 @@ def post_line(account_id: str) -> Any:
         require_known(cloud_path(document["cloud"]))
     session = db_session()
     with session.begin():
-        seam = writes.of(session)
-        seam.begin_write(session)
-        # A close and a booking exclude each other: a line is in before the close's
-        # snapshot, or refused once the period is closed.  Numbers are drawn under it.
-        seam.xact_lock(session, locks.PRICES_KEY)
         try:
-            row = manual_lines.book(session, account, document, caller_name(), utcnow())
+            row = manual_lines.book_excluding_closes(session, account, document,
+                                                     caller_name(), utcnow())
         except accounts.UnknownAccount as exc:
             raise ApiError(404, "not_found", str(exc)) from None
         except manual_lines.LineError as exc:

@@ -26,8 +26,9 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, aliased
 
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
-from reporting.billing import accounts, currencies, money, observed, periods, statements
+from reporting.billing import accounts, currencies, locks, money, observed, periods, statements
 from reporting.billing.versions import timeline
+from reporting.db import writes
 from reporting.db.account_models import AccountLine
 from reporting.db.billing_models import BillingPeriod
 
@@ -181,7 +182,7 @@ def _member(session: Session, account: str, cloud: str, project_id: str, period:
 def book(session: Session, account: str, document: dict[str, Any], who: str,
          now: dt.datetime) -> AccountLine:
     """Book ``document`` (a credit or charge, or a reversal naming ``reverses``) on
-    ``account`` (caller holds the close lock and commits).  Raises
+    ``account`` (the caller holds the close lock, ``book_excluding_closes``, and commits).  Raises
     accounts.UnknownAccount, LineError or LineRefused; stores nothing then."""
     accounts.get(session, account)
     if "reverses" in document:
@@ -207,6 +208,18 @@ def book(session: Session, account: str, document: dict[str, Any], who: str,
         project_id=project_id, kind=kind, amount=amount, currency=code, minor_units=places,
         reason=reason, effective_at=effective_at, reverses=None, created_at=now,
         created_by=who))
+
+
+def book_excluding_closes(session: Session, account: str, document: dict[str, Any],
+                          who: str, now: dt.datetime) -> AccountLine:
+    """``book`` in a transaction that first takes the lock every close holds from
+    before its snapshot until it commits: a line is booked before a close of its
+    period, or refused after it; never lost between the two.  The line numbers are
+    drawn under it too."""
+    seam = writes.of(session)
+    seam.begin_write(session)
+    seam.xact_lock(session, locks.PRICES_KEY)
+    return book(session, account, document, who, now)
 
 
 def _reverse(session: Session, account: str, document: dict[str, Any], who: str,
