@@ -157,11 +157,15 @@ def _billable(session: Session, cloud: str, period: str, now: dt.datetime) -> tu
     return code, currencies.places(code)
 
 
-def _fits(amount: Decimal, code: str, places: int) -> None:
-    exponent = amount.as_tuple().exponent
+def in_minor_units(amount: Decimal, code: str, places: int) -> Decimal:
+    """``amount`` with ``places`` decimals (``1.5`` EUR is ``1.50``; trailing zeros
+    are no precision: ``1.500`` is ``1.50`` too); LineError when it is finer than the
+    currency's minor unit (``1.005`` EUR, ``1.5`` JPY)."""
+    exponent = amount.normalize(context=money.EXACT).as_tuple().exponent
     if isinstance(exponent, int) and -exponent > places:
         raise LineError(f"amount {money.text(amount)} has more decimals than {code}'s minor "
                         f"unit ({places})")
+    return amount.quantize(Decimal(1).scaleb(-places), context=money.EXACT)
 
 
 def _next_number(session: Session, account: str) -> int:
@@ -200,7 +204,7 @@ def book(session: Session, account: str, document: dict[str, Any], who: str,
     if project_id is not None:
         project_id = _text(document, "project_id", 255)
     code, places = _billable(session, cloud, period, now)
-    _fits(amount, code, places)
+    amount = in_minor_units(amount, code, places)
     if project_id is not None:
         _member(session, account, cloud, project_id, period)
     return _store(session, AccountLine(
