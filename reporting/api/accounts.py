@@ -3,7 +3,9 @@
 Adding an account or a membership is ``admin``; reading them and an account's
 statement is ``read`` (a project reader reads its project's statement only).
 ``GET /v1/accounts/{id}/statement?period=P`` answers JSON, or CSV with
-``Accept: text/csv``.  Semantics in ``docs/statements.md``, "Billing accounts".
+``Accept: text/csv``.  ``POST /v1/accounts/{id}/lines`` (admin) books a credit, a
+charge or a reversal by hand; ``GET`` lists them (read).  Semantics in
+``docs/statements.md``, "Billing accounts" and "Credits and charges".
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from flask import Blueprint, Response, jsonify, request
 
 from reporting import pagination
 from reporting.api.auth import require_role
-from reporting.api.billing_common import caller_name, period_name
+from reporting.api.billing_common import caller_name, cloud_path, period_name
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
+from reporting.api.periods import require_known
 from reporting.api.statements import LINE_FIELDS, NUMERIC_FIELDS, neutralised
-from reporting.billing import account_statements, accounts, locks, periods
+from reporting.billing import account_statements, accounts, locks, manual_lines, periods
 from reporting.clock import utcnow
 from reporting.db import writes
 from reporting.db.session import db_session
@@ -29,12 +32,17 @@ from reporting.queries import params
 
 bp = Blueprint("accounts", __name__)
 _TAG = "accounts"
+_LINES_TAG = "account-lines"
 SECTION_FIELDS = ("cloud", "project_id", "membership", "from", "to", "currency")
+# The fields of a credit or charge booked by hand not already among the above.
+MANUAL_FIELDS = ("line", "kind", "reason", "effective_at", "reverses", "created_at",
+                 "created_by")
 # An account statement's CSV: what the row is, a member's value, the section it
-# belongs to, then the lines' and the adjustments' fields.
+# belongs to, then the lines', the adjustments' and the credits' and charges' fields.
 ACCOUNT_CSV_FIELDS = ("record", "value", *SECTION_FIELDS, *LINE_FIELDS, "period",
-                      "event_ids")
+                      "event_ids", *MANUAL_FIELDS)
 _SECTION_TOTALS = ("subtotal", "adjustments_total", "total", "unrated_lines")
+_ACCOUNT_TOTALS = ("subtotal", "adjustments_total", "manual_total", "total", "unrated_lines")
 
 
 def _account_path(name: str) -> str:
@@ -119,7 +127,8 @@ def post_membership(account_id: str) -> Any:
 def account_csv(document: dict[str, Any]) -> str:
     """An account statement as CSV, every member in the JSON's order: a row per
     top-level member, then per section a ``project`` row (``value``: its status), its
-    ``line`` and ``adjustment`` rows and its totals, then one row per currency total
+    ``line`` and ``adjustment`` rows and its totals, then a ``manual_line`` row per
+    credit or charge booked by hand, then one row per currency total
     (``account_subtotal`` …, ``currency`` filled)."""
     blank = dict.fromkeys(ACCOUNT_CSV_FIELDS)
     rows: list[tuple[dict[str, Any], bool]] = []
@@ -135,18 +144,20 @@ def account_csv(document: dict[str, Any]) -> str:
                             for adjustment in item["adjustments"])
                 rows.extend(({**blank, **where, "record": total, "value": item[total]}, True)
                             for total in _SECTION_TOTALS)
+        elif name == "manual_lines":
+            rows.extend(({**blank, "record": "manual_line", **line}, False) for line in value)
         elif name == "totals":
             for item in value:
                 rows.extend(({**blank, "record": f"account_{total}", "currency": item["currency"],
-                              "value": item[total]}, True) for total in _SECTION_TOTALS)
+                              "value": item[total]}, True) for total in _ACCOUNT_TOTALS)
         else:
             rows.append(({**blank, "record": name, "value": value}, False))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(ACCOUNT_CSV_FIELDS)
     for row, value_is_number in rows:
-        numbers = NUMERIC_FIELDS | ({"value", "membership"} if value_is_number else
-                                    {"membership"})
+        fixed = {"membership", "line", "reverses"}
+        numbers = NUMERIC_FIELDS | ({"value", *fixed} if value_is_number else fixed)
         writer.writerow([neutralised(_cell(row[field]), field in numbers)
                          for field in ACCOUNT_CSV_FIELDS])
     return out.getvalue()
@@ -184,3 +195,45 @@ def get_account_statement(account_id: str) -> Response:
         return Response(account_csv(document), mimetype="text/csv")
     return Response(json.dumps(document, separators=(",", ":"), ensure_ascii=False),
                     mimetype="application/json")
+
+
+@bp.post("/v1/accounts/<account_id>/lines")
+@require_role("admin")
+def post_line(account_id: str) -> Any:
+    account = _account_path(account_id)
+    document = json_object()
+    if isinstance(document.get("cloud"), str) and "reverses" not in document:
+        require_known(cloud_path(document["cloud"]))
+    session = db_session()
+    with session.begin():
+        try:
+            row = manual_lines.book_excluding_closes(session, account, document,
+                                                     caller_name(), utcnow())
+        except accounts.UnknownAccount as exc:
+            raise ApiError(404, "not_found", str(exc)) from None
+        except manual_lines.LineError as exc:
+            raise ApiError(400, "invalid_line", str(exc)) from None
+        except manual_lines.LineRefused as exc:
+            raise ApiError(409, exc.code, str(exc)) from None
+        rendered = manual_lines.render_listed(row, None)
+    return jsonify(rendered), 201
+
+
+@bp.get("/v1/accounts/<account_id>/lines")
+@require_role("read")
+def get_lines(account_id: str) -> Any:
+    params.only(request.args, frozenset({"cloud", "period", "limit", "marker"}))
+    cloud = params.text(request.args, "cloud")
+    period = period_name(request.args["period"]) if "period" in request.args else None
+    limit = pagination.parse_limit(request.args)
+    after = None
+    if "marker" in request.args:
+        (decoded,) = pagination.decode_marker(_LINES_TAG, ["int"], request.args["marker"])
+        after = int(decoded)  # type: ignore[arg-type]
+    account = _known(account_id)
+    rows = manual_lines.listed(db_session(), account.account_id, cloud=cloud, period=period,
+                               after=after, limit=limit + 1)
+    marker = (pagination.encode_marker(_LINES_TAG, [rows[limit - 1][0].number])
+              if len(rows) > limit else None)
+    return pagination.list_body([manual_lines.render_listed(row, by)
+                                 for row, by in rows[:limit]], marker)

@@ -34,6 +34,15 @@ _MEMBERSHIP = {"account_id": {"type": "string"}, "cloud": {"type": "string"},
                "created_by": {"type": "string"}}
 _TOTALS = {"subtotal": _DECIMAL, "adjustments_total": _DECIMAL, "total": _DECIMAL,
            "unrated_lines": {"type": "integer", "minimum": 0}}
+_OPTIONAL_TEXT = {"type": ["string", "null"]}
+_NUMBER = {"type": "integer", "minimum": 1}
+# A credit or charge as a statement shows it: ``amount`` signed (a credit negative).
+_LINE = {"line": _NUMBER, "cloud": {"type": "string"}, "period": _PERIOD,
+         "project_id": _OPTIONAL_TEXT, "kind": {"enum": ["credit", "charge"]},
+         "amount": _DECIMAL, "currency": {"type": "string"}, "reason": {"type": "string"},
+         "effective_at": INSTANT, "reverses": {"type": ["integer", "null"], "minimum": 1},
+         "created_at": INSTANT, "created_by": {"type": "string"}}
+_AMOUNT = {"type": "string", "pattern": r"^[0-9]{1,18}(\.[0-9]{1,18})?$"}
 
 SCHEMAS: dict[str, Any] = {
     "Account": _all(_ACCOUNT),
@@ -61,10 +70,26 @@ SCHEMAS: dict[str, Any] = {
         "status": {"enum": ["open", "closed"]}, "provisional": {"type": "boolean"},
         "computed_at": INSTANT,
         "projects": {"type": "array", "items": ref("AccountSection")},
+        "manual_lines": {"type": "array", "items": ref("AccountStatementLine")},
         "totals": {"type": "array", "items": _all({
-            "currency": {"type": ["string", "null"]}, **_TOTALS})}}),
+            "currency": {"type": ["string", "null"]}, **_TOTALS,
+            "manual_total": _DECIMAL})}}),
+    "AccountStatementLine": _all(_LINE),
+    "AccountLine": _all({"account_id": {"type": "string"}, **_LINE,
+                         "reversed_by": {"type": ["integer", "null"], "minimum": 1}}),
+    "AccountLineDocument": {"oneOf": [
+        {"type": "object", "additionalProperties": False,
+         "required": ["kind", "cloud", "period", "amount", "reason", "effective_at"],
+         "properties": {"kind": {"enum": ["credit", "charge"]}, "cloud": {"type": "string"},
+                        "period": _PERIOD, "project_id": {"type": "string"},
+                        "amount": _AMOUNT, "reason": {"type": "string"},
+                        "effective_at": INSTANT}},
+        {"type": "object", "additionalProperties": False, "required": ["reverses", "reason"],
+         "properties": {"reverses": _NUMBER, "reason": {"type": "string"},
+                        "period": _PERIOD, "effective_at": INSTANT}}]},
 }
 SCHEMAS["Accounts"] = list_of(ref("Account"))
+SCHEMAS["AccountLines"] = list_of(ref("AccountLine"))
 
 
 def account_paths() -> dict[str, Any]:
@@ -109,4 +134,25 @@ def account_paths() -> dict[str, Any]:
             "responses": {"200": {"description": "The statement.", "content": {
                 "application/json": {"schema": ref("AccountStatement")}, **_CSV}},
                 **errors(400, 401, 403, 404, 409)}}},
+        "/v1/accounts/{account_id}/lines": {
+            "get": {**_TAGS, "operationId": "listAccountLines",
+                    "summary": "The credits and charges booked on the account by hand, by "
+                    "number, each with the line reversing it (role read).",
+                    "parameters": [path("account_id"),
+                                   query("cloud", {"type": "string"}, "Only this cloud's."),
+                                   query("period", _PERIOD, "Only this period's."),
+                                   param_ref("limit"), param_ref("marker")],
+                    "responses": {"200": json_body(ref("AccountLines"), "A page of lines."),
+                                  **errors(400, 401, 403, 404)}},
+            "post": {**_TAGS, "operationId": "addAccountLine",
+                     "summary": "Book a credit or charge on the account's open period of a "
+                     "cloud, or reverse a line (role admin); lines are never edited or "
+                     "removed. 409 for a closed or unbillable period, a line reversed "
+                     "already or a reversal's reversal.",
+                     "parameters": [path("account_id")],
+                     "requestBody": {"required": True, "content": {"application/json": {
+                         "schema": ref("AccountLineDocument")}}},
+                     "responses": {"201": json_body(ref("AccountLine"), "Booked."),
+                                   **errors(400, 401, 403, 404, 409, 413)}},
+        },
     }

@@ -59,11 +59,11 @@ def render(cloud: str, period: str, row: BillingPeriod | None, now: dt.datetime
     }
 
 
-def _require_known(cloud: str) -> None:
+def require_known(cloud: str) -> None:
     """404 unless Tally knows ``cloud``: the clouds file names it (when the API has one),
     else it has history or a price list of its own.  A close of a misspelt cloud would
     store a closed period that bills nothing and forbids new ``default`` versions
-    before its end for every cloud."""
+    before its end for every cloud (and a credit booked on one would bill nobody)."""
     named = known_clouds()
     if named is not None:
         if cloud not in named:
@@ -110,7 +110,7 @@ def close_period(cloud: str, period: str) -> Any:
     cloud = cloud_path(cloud)
     period = period_name(period)
     accept = _acceptance()
-    _require_known(cloud)
+    require_known(cloud)
     now = utcnow()
     try:
         result = closing.close(app_sessionmaker(), cloud, period, caller_name(), now, accept)

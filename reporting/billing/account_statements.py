@@ -8,6 +8,9 @@ split there, each part's quantity and exact amount in proportion to its length (
 line's price is the same over all of it), then rounded on its own like any line.  The
 adjustments booked on (or pending for) the period belong to the section starting at
 the period's start: to the account holding the project when the period began.
+The credits and charges booked by hand on the account's period of each cloud
+(``reporting.billing.manual_lines``) follow the sections, and count in the totals of
+their currency.
 """
 
 from __future__ import annotations
@@ -22,9 +25,19 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from mapping.event import format_timestamp
-from reporting.billing import accounts, adjustments, currencies, frozen, money, periods, rating
+from reporting.billing import (
+    accounts,
+    adjustments,
+    currencies,
+    frozen,
+    manual_lines,
+    money,
+    periods,
+    rating,
+)
 from reporting.billing import statements as project_statements
 from reporting.billing.versions import timeline
+from reporting.db.account_models import AccountLine
 from reporting.db.billing_models import BillingPeriod, ClosedStatement
 
 
@@ -122,20 +135,30 @@ def section(stretch: accounts.Stretch, period: str, project: _Project) -> dict[s
     }
 
 
-def _totals(sections: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _totals(sections: list[dict[str, Any]], booked: list[AccountLine]
+            ) -> list[dict[str, Any]]:
     """The account's totals per currency (an account may span clouds priced in
-    different currencies; amounts of two currencies are never added)."""
+    different currencies; amounts of two currencies are never added): its sections'
+    and its credits and charges (``manual_total``, each in its own currency)."""
     by_currency: dict[str | None, list[dict[str, Any]]] = {}
     for item in sections:
         by_currency.setdefault(item["currency"], []).append(item)
+    lines_in: dict[str | None, list[AccountLine]] = {}
+    for line in booked:
+        by_currency.setdefault(line.currency, [])
+        lines_in.setdefault(line.currency, []).append(line)
     found = []
     for code in sorted(by_currency, key=lambda c: (c is not None, c or "")):
         items = by_currency[code]
-        places = max(item["places"] for item in items)
+        mine = lines_in.get(code, [])
+        places = max([item["places"] for item in items] + [x.minor_units for x in mine])
         sums = {name: money.total(Decimal(item[name]) for item in items)
                 for name in ("subtotal", "adjustments_total", "total")}
+        sums["manual_total"] = money.total(manual_lines.signed(x) for x in mine)
+        sums["total"] = money.add(sums["total"], sums["manual_total"])
         found.append({"currency": code,
-                      **{name: money.money(value, places) for name, value in sums.items()},
+                      **{name: money.money(sums[name], places) for name in (
+                          "subtotal", "adjustments_total", "manual_total", "total")},
                       "unrated_lines": sum(item["unrated_lines"] for item in items)})
     return found
 
@@ -152,16 +175,22 @@ def document(session: Session, name: str, period: str, now: dt.datetime) -> dict
         project = _project(session, stretch.cloud, stretch.project_id, period,
                            closed_of[stretch.cloud], now)
         sections.append(section(stretch, period, project))
-    settled = bool(sections) and all(item["status"] == "closed" for item in sections)
-    # A statement every section of which is closed never changes: dated by its last close.
-    computed_at = (max(closed_of[item["cloud"]][period].closed_at for item in sections)
+    booked = manual_lines.of_period(session, account.account_id, period)
+    clouds = {item["cloud"] for item in sections} | {line.cloud for line in booked}
+    for cloud in clouds - set(closed_of):
+        closed_of[cloud] = project_statements.closed_periods(session, cloud)
+    settled = bool(clouds) and all(period in closed_of[cloud] for cloud in clouds)
+    # A statement every section and line of which is closed never changes (no line is
+    # booked on a closed period): dated by its last close.
+    computed_at = (max(closed_of[cloud][period].closed_at for cloud in clouds)
                    if settled else now)
-    totals = _totals(sections)
+    totals = _totals(sections, booked)
     for item in sections:
         del item["places"]
     return {
         "account_id": account.account_id, "period": period,
         "status": "closed" if settled else "open", "provisional": not settled,
         "computed_at": format_timestamp(computed_at),
-        "projects": sections, "totals": totals,
+        "projects": sections,
+        "manual_lines": [manual_lines.render(line) for line in booked], "totals": totals,
     }

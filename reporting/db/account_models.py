@@ -1,5 +1,6 @@
 """Typed models of billing accounts: an account and the dated memberships that put a
-cloud's project in it (``docs/statements.md``, "Billing accounts").
+cloud's project in it (``docs/statements.md``, "Billing accounts"), and the credits
+and charges an admin books on it by hand ("Credits and charges").
 
 Neither is ever edited or removed: a project moves to another account by a later
 membership, which takes effect from its instant on (as a price version does).
@@ -8,11 +9,13 @@ membership, which takes effect from its instant on (as a price version does).
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 
 from sqlalchemy import DateTime, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from reporting.db.base import Base
+from reporting.db.billing_models import MONEY
 
 
 class BillingAccount(Base):
@@ -45,4 +48,34 @@ class AccountMembership(Base):
         Index("ix_account_memberships_effective", "cloud", "project_id", "effective_from",
               unique=True),
         Index("ix_account_memberships_account", "account_id"),
+    )
+
+
+class AccountLine(Base):
+    """A credit or charge an admin booked by hand on an account's open period of a
+    cloud (``docs/statements.md``, "Credits and charges").  ``number`` counts the
+    account's lines from 1; ``amount`` is positive, ``kind`` says its sign (a credit
+    reduces the total).  Never edited or removed: a mistake is undone by a reversal,
+    a later line naming it in ``reverses`` (unique: a line is reversed once)."""
+
+    __tablename__ = "account_lines"
+
+    account_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    number: Mapped[int] = mapped_column(Integer, primary_key=True)
+    cloud: Mapped[str] = mapped_column(String(255))
+    period: Mapped[str] = mapped_column(String(7))
+    project_id: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    amount: Mapped[Decimal] = mapped_column(MONEY)
+    currency: Mapped[str] = mapped_column(String(3))
+    minor_units: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(Text)
+    effective_at: Mapped[dt.datetime] = mapped_column(DateTime())
+    reverses: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime())
+    created_by: Mapped[str] = mapped_column(String(255))
+
+    __table_args__ = (
+        Index("ix_account_lines_period", "account_id", "cloud", "period"),
+        Index("ix_account_lines_reverses", "account_id", "reverses", unique=True),
     )

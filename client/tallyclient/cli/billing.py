@@ -1,5 +1,6 @@
 """The billing subcommands: ``price-list put|show``, ``statement``, ``period close|list``,
-``account add|list|show|join|statement``.
+``account add|list|show|join|statement``, and the credits and charges booked by hand:
+``account credit|charge|reverse|lines``.
 
 ``price-list put`` reads YAML or JSON and keeps every number as the text it was
 written as (``0.020`` stays ``"0.020"``, never a binary float), so amounts reach the
@@ -84,7 +85,9 @@ def price_list_show(client: ApiClient, args: argparse.Namespace) -> Output:
 LINE_COLUMNS = [table.field(name) for name in (
     "resource_type", "resource_id", "state", "start", "end", "price_list_version", "quantity",
     "unit", "rate", "modifier", "amount")] + [
-    ("note", lambda row: row["unrated"] or ("zero-rated" if row["zero_rated"] else None))]
+    # An adjustment's or a credit's row says what it is in ``note``.
+    ("note", lambda row: row.get("note") or row["unrated"] or (
+        "zero-rated" if row["zero_rated"] else None))]
 SUMMARY_COLUMNS = [table.field(name) for name in (
     "project_id", "subtotal", "adjustments_total", "total", "unrated_lines", "number")]
 
@@ -198,12 +201,97 @@ def account_statement(client: ApiClient, args: argparse.Namespace) -> Output:
                      "rate": None, "modifier": None, "amount": a["amount"], "unrated": None,
                      "zero_rated": False, "note": f"adjustment of {a['period']}"}
                     for a in section["adjustments"])
+    rows.extend({"cloud": line["cloud"], "project_id": line["project_id"],
+                 "resource_type": None, "resource_id": None, "state": None,
+                 "start": line["effective_at"], "end": None, "price_list_version": None,
+                 "quantity": None, "unit": None, "rate": None, "modifier": None,
+                 "amount": line["amount"], "unrated": None, "zero_rated": False,
+                 "note": _manual_note(line)}
+                for line in body["manual_lines"])
     totals = "; ".join(
         f"{t['currency'] or ''} subtotal {t['subtotal']}  adjustments {t['adjustments_total']}"
-        f"  total {t['total']}  unrated lines {t['unrated_lines']}" for t in body["totals"])
+        f"  credits and charges {t['manual_total']}  total {t['total']}"
+        f"  unrated lines {t['unrated_lines']}" for t in body["totals"])
     footer = (f"{body['status']}{' (provisional)' if body['provisional'] else ''}  "
               f"{totals or 'no project in the period'}")
     return Output(body, SECTION_LINE_COLUMNS, rows, footer)
+
+
+def _manual_note(line: dict[str, Any]) -> str:
+    undoes = f" reversing line {line['reverses']}" if line["reverses"] is not None else ""
+    return f"{line['kind']} line {line['line']}{undoes}: {line['reason']}"
+
+
+MANUAL_COLUMNS = [table.field(name) for name in (
+    "line", "cloud", "period", "project_id", "kind", "amount", "currency", "effective_at",
+    "reverses", "reversed_by", "created_at", "created_by", "reason")]
+
+
+def account_book(client: ApiClient, args: argparse.Namespace) -> Output:
+    """``account credit`` and ``account charge``: the amount is sent as typed."""
+    document = {"kind": args.kind, "cloud": args.cloud, "period": args.period,
+                "amount": args.amount, "reason": args.reason, "effective_at": args.at}
+    if args.project is not None:
+        document["project_id"] = args.project
+    body = client.post(f"/v1/accounts/{_quoted(args.account)}/lines", document)
+    return Output(body, MANUAL_COLUMNS, [body])
+
+
+def account_reverse(client: ApiClient, args: argparse.Namespace) -> Output:
+    document: dict[str, Any] = {"reverses": args.line, "reason": args.reason}
+    if args.period is not None:
+        document["period"] = args.period
+    if args.at is not None:
+        document["effective_at"] = args.at
+    body = client.post(f"/v1/accounts/{_quoted(args.account)}/lines", document)
+    return Output(body, MANUAL_COLUMNS, [body])
+
+
+def account_lines(client: ApiClient, args: argparse.Namespace) -> Output:
+    items = client.pages(f"/v1/accounts/{_quoted(args.account)}/lines",
+                         {"cloud": args.cloud, "period": args.period}, None)
+    return Output(items, MANUAL_COLUMNS, items)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a line number is a positive integer (got {text!r})")
+    return int(text)
+
+
+def _register_lines(verbs: Any, common: argparse.ArgumentParser) -> None:
+    for kind, what in (("credit", "reduces"), ("charge", "adds to")):
+        book = verbs.add_parser(kind, parents=[common], allow_abbrev=False,
+                                help=f"book a {kind} on the account's open period of a cloud: "
+                                f"it {what} the total (admin)")
+        book.add_argument("account")
+        book.add_argument("--cloud", required=True)
+        book.add_argument("--period", required=True, metavar="YYYY-MM")
+        book.add_argument("--amount", required=True,
+                          help="a positive decimal in the period's currency, e.g. 12.50")
+        book.add_argument("--reason", required=True)
+        book.add_argument("--at", required=True, metavar="RFC3339",
+                          help="the instant it takes effect, inside the period")
+        book.add_argument("--project", help="the project of the account it concerns")
+        book.set_defaults(handler=account_book, kind=kind)
+    reverse = verbs.add_parser("reverse", parents=[common], allow_abbrev=False,
+                               help="reverse a credit or charge by a line of the opposite "
+                               "kind (admin); lines are never edited or removed")
+    reverse.add_argument("account")
+    reverse.add_argument("line", type=_positive, help="the number of the line to reverse")
+    reverse.add_argument("--reason", required=True)
+    reverse.add_argument("--period", metavar="YYYY-MM",
+                         help="the open period to book it on (default: the line's)")
+    reverse.add_argument("--at", metavar="RFC3339",
+                         help="the instant it takes effect (default: the line's, when "
+                         "booked on the line's period)")
+    reverse.set_defaults(handler=account_reverse)
+    lines = verbs.add_parser("lines", parents=[common], allow_abbrev=False,
+                             help="the credits and charges booked on the account")
+    lines.add_argument("account")
+    lines.add_argument("--cloud")
+    lines.add_argument("--period", metavar="YYYY-MM")
+    lines.set_defaults(handler=account_lines)
 
 
 def _register_accounts(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -236,6 +324,7 @@ def _register_accounts(sub: Any, common: argparse.ArgumentParser) -> None:
     stmt.add_argument("account")
     stmt.add_argument("--period", required=True, metavar="YYYY-MM")
     stmt.set_defaults(handler=account_statement, csv_ok=True)
+    _register_lines(verbs, common)
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

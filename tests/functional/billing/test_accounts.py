@@ -61,8 +61,8 @@ def test_a_project_moving_between_accounts_splits_its_lines(
     # inst-b one day in p2 after the price change: 24 h x 0.030
     assert _amounts(p2) == [("inst-b", "2026-10-17T00", "2026-10-18T00", "24", "0.72")]
     assert acme["totals"] == [{"currency": "EUR", "subtotal": "0.82",
-                               "adjustments_total": "0.00", "total": "0.82",
-                               "unrated_lines": 0}]
+                               "adjustments_total": "0.00", "manual_total": "0.00",
+                               "total": "0.82", "unrated_lines": 0}]
     beta = _statement(client, "beta")
     (section,) = beta["projects"]
     assert _amounts(section) == [

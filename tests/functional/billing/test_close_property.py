@@ -6,8 +6,11 @@ frozen statement stays byte for byte what it was, it is the statement of the fac
 received up to its cutoff, and frozen + booked + pending adjustments = the recomputed
 truth.  Two accounts share p1 (it moves at a drawn instant) and p2 (joining at
 another): every account statement's lines are its projects' lines cut at the
-memberships' instants, and a closed period's account statement never changes.  On SQLite and PostgreSQL (fewer examples there: each one truncates and refills
-a database)."""
+memberships' instants, and a closed period's account statement never changes.  Drawn
+credits and charges booked by hand on account a (one reversed on a later period
+after its close) count in its totals exactly, are refused once their period is
+closed, and change no project's statement.  On SQLite and PostgreSQL (fewer examples
+there: each one truncates and refills a database)."""
 
 from __future__ import annotations
 
@@ -32,6 +35,8 @@ from reporting.billing import (
     accounts,
     adjustments,
     closing,
+    manual_lines,
+    money,
     service,
     statements,
     versions,
@@ -162,6 +167,15 @@ def _check_accounts(session: Session, period: str,
         if (name, period) in closed_accounts:
             text = json.dumps(document, separators=(",", ":"))
             assert text == closed_accounts[(name, period)]
+        # Totals: the sections' plus the credits and charges, exactly, per currency.
+        for total in document["totals"]:
+            code = total["currency"]
+            sections = [x for x in document["projects"] if x["currency"] == code]
+            booked = [Decimal(x["amount"]) for x in document["manual_lines"]
+                      if x["currency"] == code]
+            assert Decimal(total["manual_total"]) == money.total(booked)
+            assert Decimal(total["total"]) == money.total(
+                [Decimal(x["total"]) for x in sections] + booked)
     for project in ("p1", "p2"):
         stretches = [s for name in ACCOUNTS for s in accounts.stretches(session, name, start, end)
                      if s.project_id == project]
@@ -224,7 +238,8 @@ def _check(factory: sessionmaker[Session], frozen_before: dict[str, dict[str, An
 _TABLES = ("events, current_resources, resource_intervals, rejected_events, "
            "price_list_versions, billing_periods, closed_statements, closed_kinds, "
            "closed_resource_amounts, "
-           "billing_adjustments, sync_runs, billing_accounts, account_memberships")
+           "billing_adjustments, sync_runs, billing_accounts, account_memberships, "
+           "account_lines")
 
 
 @contextmanager
@@ -277,7 +292,11 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
     for chunk, period in ((history[:first], "2026-10"), (history[first:second], "2026-11")):
         if chunk:
             seed(factory, chunk)
+        _book_drawn(factory, period, data)
         closing.close(factory, "c1", period, "test", NOW, ACCEPT_ALL)
+        with factory() as session, pytest.raises(manual_lines.LineRefused,
+                                                 match="is closed"):
+            manual_lines.book(session, "a", _line("charge", "1.00", period), "test", NOW)
         with factory() as session:
             frozen_before[period] = {
                 p: body for p, (_s, body) in truth.frozen(session, "c1", period).items()}
@@ -285,6 +304,16 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
                 closed_accounts[(name, period)] = json.dumps(account_statements.document(
                     session, name, period, NOW), separators=(",", ":"))
         _check(factory, frozen_before, closed_accounts)
+        if period == "2026-10" and data.draw(st.booleans(), label="reverse on November"):
+            with factory() as session:
+                first_line = manual_lines.listed(session, "a", cloud="c1", period="2026-10",
+                                                 after=None, limit=1)
+                if first_line:
+                    manual_lines.book(session, "a", {
+                        "reverses": first_line[0][0].number, "reason": "reversed later",
+                        "period": "2026-11", "effective_at": "2026-11-02T00:00:00Z"},
+                        "test", NOW)
+                    session.commit()
         if period == "2026-10" and later is not None:
             effective = dt.datetime(2026, 11, 1) + dt.timedelta(hours=later)
             with factory() as session:
@@ -295,6 +324,23 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
     if history[second:]:
         seed(factory, history[second:])
     _check(factory, frozen_before, closed_accounts)
+
+
+def _line(kind: str, amount: str, period: str) -> dict[str, Any]:
+    return {"kind": kind, "cloud": "c1", "period": period, "amount": amount,
+            "reason": "drawn", "effective_at": f"{period}-10T00:00:00Z"}
+
+
+def _book_drawn(factory: sessionmaker[Session], period: str, data: st.DataObject) -> None:
+    """Book 0 to 3 drawn credits and charges of whole cents on account a's ``period``."""
+    drawn = data.draw(st.lists(st.tuples(st.sampled_from(manual_lines.KINDS),
+                                         st.integers(1, 100_000)), max_size=3),
+                      label=f"lines of {period}")
+    with factory() as session:
+        for kind, cents in drawn:
+            manual_lines.book(session, "a", _line(kind, money.text(money.minor(cents, 2)),
+                                                  period), "test", NOW)
+        session.commit()
 
 
 @pytest.mark.parametrize(("backend", "examples"), [("sqlite", 60), ("postgresql", 25)])

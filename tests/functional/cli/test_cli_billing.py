@@ -152,3 +152,45 @@ def test_account_add_join_show_and_statement(priced: Api,
     code, _out, err = run(priced, capsys, "account", "statement", "nobody", "--period",
                           "2026-10")
     assert code == 1 and "404" in err
+
+
+def test_account_credit_charge_reverse_and_lines(priced: Api,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    run(priced, capsys, "account", "add", "acme")
+    code, _out, _err = run(priced, capsys, "account", "join", "acme", "--cloud", "c1",
+                           "--project", "p1", "--from", "2026-10-02T05:00:00Z")
+    assert code == 0
+    code, out, _err = run(priced, capsys, "account", "credit", "acme", "--cloud", "c1",
+                          "--period", "2026-10", "--amount", "2.00", "--reason", "outage",
+                          "--at", "2026-10-07T00:00:00Z")
+    assert code == 0 and table_rows(out)[1][:7] == [
+        "1", "c1", "2026-10", "-", "credit", "-2.00", "EUR"]
+    code, out, _err = run(priced, capsys, "--format", "json", "account", "charge", "acme",
+                          "--cloud", "c1", "--period", "2026-10", "--amount", "0.30",
+                          "--reason", "support", "--at", "2026-10-08T00:00:00Z",
+                          "--project", "p1")
+    assert code == 0 and json.loads(out)["project_id"] == "p1"
+    code, out, _err = run(priced, capsys, "account", "reverse", "acme", "1", "--reason",
+                          "granted twice")
+    assert code == 0 and table_rows(out)[1][:9] == [
+        "3", "c1", "2026-10", "-", "charge", "2.00", "EUR", "2026-10-07T00:00:00.000000Z", "1"]
+    code, _out, err = run(priced, capsys, "account", "reverse", "acme", "1", "--reason", "again")
+    assert code == 1 and "409 already_reversed" in err
+    code, _out, err = run(priced, capsys, "account", "credit", "acme", "--cloud", "c1",
+                          "--period", "2026-10", "--amount", "0.001", "--reason", "x",
+                          "--at", "2026-10-07T00:00:00Z")
+    assert code == 1 and "400 invalid_line" in err and "minor unit" in err
+    code, out, _err = run(priced, capsys, "account", "lines", "acme")
+    assert code == 0 and [(r[0], r[9]) for r in table_rows(out)[1:]] == [
+        ("1", "3"), ("2", "-"), ("3", "-")]
+    # p1 from 05:00 is 1.56 of usage; -2.00 + 0.30 + 2.00 = 0.30 by hand: 1.86.
+    code, out, _err = run(priced, capsys, "account", "statement", "acme", "--period", "2026-10")
+    assert code == 0
+    assert "EUR subtotal 1.56  adjustments 0.00  credits and charges 0.30  total 1.86" in out
+    assert "charge line 3 reversing line 1: granted twice" in out
+    code, out, _err = run(priced, capsys, "account", "statement", "acme", "--period", "2026-10",
+                          "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [r["amount"] for r in rows if r["record"] == "manual_line"] == [
+        "-2.00", "0.30", "2.00"]
+    assert {r["record"]: r["value"] for r in rows}["account_total"] == "1.86"

@@ -432,3 +432,31 @@ def test_0025_numbers_the_statements_closed_before_it_in_close_order(empty_db_ur
     engine.dispose()
     migrations.upgrade(empty_db_url, "0025_close_handoff")
     assert numbers() == expected
+
+
+def test_0028_adds_the_lines_and_a_line_is_reversed_once(empty_db_url: str) -> None:
+    """Revision 0028 adds ``account_lines``, where a second reversal of one line is
+    refused by the unique index; its downgrade drops the table and the upgrade brings
+    it back empty."""
+    migrations.upgrade(empty_db_url, "0028_manual_lines")
+    engine = sa.create_engine(empty_db_url)
+    insert = sa.text(
+        "INSERT INTO account_lines (account_id, number, cloud, period, kind, amount, "
+        "currency, minor_units, reason, effective_at, reverses, created_at, created_by) "
+        "VALUES ('acme', :n, 'c1', '2026-10', :k, '1.50', 'EUR', 2, 'r', :at, :rev, :at, 't')")
+    at = dt.datetime(2026, 10, 2)
+    with engine.begin() as conn:
+        for number, kind, reverses in ((1, "credit", None), (2, "charge", 1),
+                                       (3, "credit", None)):
+            conn.execute(insert, {"n": number, "k": kind, "at": at, "rev": reverses})
+        amounts = [str(a) for (a,) in conn.execute(sa.text(
+            "SELECT amount FROM account_lines ORDER BY number"))]
+    assert [a.rstrip("0") for a in amounts] == ["1.5", "1.5", "1.5"]
+    with engine.begin() as conn, pytest.raises(sa.exc.IntegrityError):
+        conn.execute(insert, {"n": 4, "k": "credit", "at": at, "rev": 1})
+    engine.dispose()
+    migrations.downgrade(empty_db_url, "0027_sync_run_kind")
+    assert "account_lines" not in tables(empty_db_url)
+    migrations.upgrade(empty_db_url, "0028_manual_lines")
+    assert "account_lines" in tables(empty_db_url)
+    assert migrations.current(empty_db_url) == (HEAD,)

@@ -84,6 +84,7 @@ DECISIONS: dict[str, list[tuple[str, str]]] = {
     "/v1/accounts": [(REFUSED, "/v1/accounts")],
     "/v1/accounts/<account_id>": [(REFUSED, "/v1/accounts/acme")],
     "/v1/accounts/<account_id>/statement": [(REFUSED, "/v1/accounts/acme/statement?period=2026-10")],
+    "/v1/accounts/<account_id>/lines": [(REFUSED, "/v1/accounts/acme/lines")],
 }
 PROBES = [(rule, kind, url) for rule, probes in DECISIONS.items() for kind, url in probes]
 
