@@ -51,6 +51,15 @@ def tune_worker_gc() -> None:
     gc.set_threshold(GC_THRESHOLD)
 
 
+def _worker_started(flask_app: Any) -> None:
+    tune_worker_gc()
+    from reporting.api.handoff import deliverer_of
+
+    deliverer = deliverer_of(flask_app)
+    if deliverer is not None:  # [handoff] webhook_url: this worker delivers too
+        deliverer.ensure_running()
+
+
 def _gunicorn_app(conf: cfg.ConfigOpts, flask_app: Any) -> Any:
     from gunicorn.app.base import BaseApplication
     from prometheus_client import multiprocess
@@ -72,7 +81,7 @@ def _gunicorn_app(conf: cfg.ConfigOpts, flask_app: Any) -> Any:
                 "control_socket_disable": True,
                 **REQUEST_LIMITS,
                 "child_exit": lambda _arbiter, worker: multiprocess.mark_process_dead(worker.pid),
-                "post_fork": lambda _arbiter, _worker: tune_worker_gc(),
+                "post_fork": lambda _arbiter, _worker: _worker_started(flask_app),
             }
             for key, value in settings.items():
                 if key in self.cfg.settings:  # control_socket_* exist from gunicorn 23
