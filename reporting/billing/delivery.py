@@ -134,8 +134,10 @@ class Deliverer:
     def ensure_running(self) -> None:
         """Start the thread in this process unless it runs here already (a forked
         worker does not inherit its parent's thread)."""
+        if self._owner == os.getpid():  # every request asks: no lock once running
+            return
         with self._lock:
-            if self._owner == os.getpid() and self._thread is not None:
+            if self._owner == os.getpid():
                 return
             self._owner = os.getpid()
             self._stop = threading.Event()
@@ -146,6 +148,7 @@ class Deliverer:
     def stop(self, timeout: float = 30.0) -> None:
         with self._lock:
             thread, self._thread = self._thread, None
+            self._owner = None
             self._stop.set()
         if thread is not None and thread.is_alive():
             thread.join(timeout)

@@ -143,6 +143,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from reporting.openstack.credentials import describe_search
 
             LOG.info("OpenStack clouds.yaml: %s", describe_search(os.environ))
+        if conf.handoff.webhook_url:
+            from tally_common.config_check import redact_url
+
+            LOG.info("webhook on close: %s (%s)", redact_url(conf.handoff.webhook_url),
+                     "posted by every worker" if conf.handoff.deliver
+                     else "posted by other instances: [handoff] deliver = false")
+        else:
+            LOG.info("webhook on close: none (closes write no delivery)")
         LOG.info("serving the Reporting API on http://%s with %s workers", bind, conf.api.workers)
         LOG.info("prometheus multiprocess directory %s", metrics_dir)
         # The workers fork from this process: what start-up built is frozen out of

@@ -15,9 +15,11 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 import sqlalchemy as sa
 from flask import Flask
 from flask.testing import FlaskClient
@@ -31,7 +33,7 @@ from reporting.db.handoff_models import WebhookAttempt, WebhookDelivery
 from reporting.db.session import ENGINE_KEY, SESSIONMAKER_KEY
 from tests.functional.billing.history import ACCEPT, ACCEPT_ALL, PRICES, SMALL, event, october, seed
 from tests.functional.billing.receiver import Receiver, receiving
-from tests.functional.reporting.fixtures import ConfFactory, auth
+from tests.functional.reporting.fixtures import ConfFactory, auth, start_server, write_config
 
 ADMIN, READ = auth("admin"), auth("read")
 SECRET = "s3cret-of-the-invoicing-system"
@@ -382,3 +384,40 @@ def test_export_refusals(client: FlaskClient, session_factory: Any, path: str, s
     response = client.get(path, headers=READ)
     assert response.status_code == status and response.get_json()["error"]["code"] == code
     assert client.get("/v1/periods/c1/2026-10/export", headers=READ).status_code == 200
+
+
+def test_tally_reporting_delivers_from_its_workers(db_url: str, tokens_file: str,
+                                                  tmp_path: Path) -> None:
+    """The real service: its gunicorn workers run the delivery worker; a close through
+    the API reaches the receiver, signed, and is listed delivered."""
+    with receiving(SECRET, [503, 200]) as receiver:
+        config = write_config(tmp_path / "reporting.conf", db_url, tokens_file, handoff={
+            "webhook_url": receiver.url, "webhook_secret": SECRET, "retry_base_s": 0.2,
+            "poll_interval_s": 0.2})
+        server = start_server(config, tmp_path / "reporting.log")
+        engine = db_engine.make_engine(db_url, pool_size=1, max_overflow=1)
+        try:
+            seed(db_engine.make_sessionmaker(engine), october())
+            base = server.base_url
+            for document in PRICES:
+                assert requests.put(f"{base}/v1/price-lists/default", json=document,
+                                    headers=ADMIN, timeout=30).status_code == 201
+            closed = requests.post(f"{base}/v1/periods/c1/2026-10/close", json=ACCEPT,
+                                   headers=ADMIN, timeout=60)
+            assert closed.status_code == 200, closed.text
+            got = receiver.wait_for(2)
+            assert [r.answered for r in got[:2]] == [503, 200] and all(r.signed for r in got)
+            assert json.loads(got[1].body)["closed_at"] == closed.json()["closed_at"]
+            deadline = time.monotonic() + 60
+            while True:
+                (item,) = requests.get(f"{base}/v1/periods/c1/2026-10/deliveries",
+                                       headers=ADMIN, timeout=30).json()["items"]
+                if item["status"] == "delivered" or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            assert item["status"] == "delivered", item
+            assert [a["status_code"] for a in item["attempts"]] == [503, 200]
+            assert len(receiver.received) == 2
+        finally:
+            engine.dispose()
+            server.stop()
