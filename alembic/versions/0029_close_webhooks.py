@@ -33,6 +33,7 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("attempts", sa.Integer(), nullable=False),
+        sa.Column("retry_from", sa.Integer(), nullable=False),
         sa.Column("next_attempt_at", sa.DateTime(), nullable=False),
         sa.Column("lease_until", sa.DateTime(), nullable=True),
         sa.Column("leased_by", sa.String(64), nullable=True),

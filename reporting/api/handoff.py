@@ -1,7 +1,8 @@
 """The hand-off on close (``docs/statements.md``, "Hand-off on close"):
 
 - ``GET /v1/periods/{cloud}/{YYYY-MM}/deliveries`` (admin): the period's webhook
-  deliveries with every attempt;
+  deliveries with every attempt; ``POST …/deliveries/{id}/redeliver`` (admin) makes one
+  due now for a new round of attempts;
 - ``GET /v1/periods/{cloud}/{YYYY-MM}/export?format=json|csv`` (read): every closed
   statement of a closed period with its number and lines, from the frozen rows, so
   the same bytes every time (409 ``period_open`` for an open period).
@@ -30,11 +31,12 @@ from reporting.api.billing_common import cloud_path, period_name
 from reporting.api.errors import ApiError
 from reporting.api.periods import require_known
 from reporting.api.statements import LINE_FIELDS, NUMERIC_FIELDS, cell, neutralised
-from reporting.billing import handoff
+from reporting.billing import delivery, handoff
 from reporting.billing.delivery import Deliverer, HandoffConfigError, settings
+from reporting.clock import utcnow
 from reporting.db.billing_models import BillingPeriod
 from reporting.db.handoff_models import WebhookAttempt, WebhookDelivery
-from reporting.db.session import SESSIONMAKER_KEY, db_session
+from reporting.db.session import SESSIONMAKER_KEY, app_sessionmaker, db_session
 from reporting.queries import params
 
 bp = Blueprint("handoff", __name__)
@@ -110,6 +112,34 @@ def list_deliveries(cloud: str, period: str) -> Response:
     items = [_delivery(row, attempts[row.id]) for row in rows]
     body = {"cloud": cloud, "period": period, "items": items, "next_marker": None}
     return Response(json.dumps(body, separators=(",", ":")), mimetype="application/json")
+
+
+@bp.post("/v1/periods/<cloud>/<period>/deliveries/<delivery_id>/redeliver")
+@require_role("admin")
+def redeliver(cloud: str, period: str, delivery_id: str) -> Response:
+    """Post a delivery again (failed, delivered or pending): due now, a new round of
+    ``[handoff] max_attempts``; 409 while a worker is posting it."""
+    cloud, period = cloud_path(cloud), period_name(period)
+    session = db_session()
+    row = session.get(WebhookDelivery, int(delivery_id)) if delivery_id.isdigit() else None
+    if row is None or (row.cloud, row.period) != (cloud, period):
+        raise ApiError(404, "not_found",
+                       f"period {period} of {cloud} has no delivery {delivery_id!r}")
+    session.rollback()  # its snapshot ends: the update below decides
+    if not delivery.redeliver(app_sessionmaker(), row.id, utcnow()):
+        raise ApiError(409, "conflict",
+                       f"delivery {row.id} is being posted now; ask again once the "
+                       "attempt is recorded")
+    return _one(session, row.id)
+
+
+def _one(session: Any, delivery_id: int) -> Response:
+    row = session.get(WebhookDelivery, delivery_id, populate_existing=True)
+    attempts = list(session.execute(
+        sa.select(WebhookAttempt).where(WebhookAttempt.delivery_id == delivery_id)
+        .order_by(WebhookAttempt.number)).scalars())
+    return Response(json.dumps(_delivery(row, attempts), separators=(",", ":")),
+                    mimetype="application/json")
 
 
 @bp.get("/v1/periods/<cloud>/<period>/export")

@@ -56,6 +56,15 @@ def handoff_paths() -> dict[str, Any]:
             "responses": {"200": json_body(ref("WebhookDeliveries"), "The deliveries."),
                           **errors(400, 401, 403, 404)},
         }},
+        "/v1/periods/{cloud}/{period}/deliveries/{delivery_id}/redeliver": {"post": {
+            **_TAGS, "operationId": "redeliverWebhook",
+            "summary": "Post a delivery again, whatever its status: due now, for a new round "
+            "of [handoff] max_attempts (role admin); 404 for a delivery the period does not "
+            "have, 409 while a worker is posting it.",
+            "parameters": [path("cloud"), path("period"), path("delivery_id")],
+            "responses": {"200": json_body(ref("WebhookDelivery"), "Due now."),
+                          **errors(400, 401, 403, 404, 409)},
+        }},
         "/v1/periods/{cloud}/{period}/export": {"get": {
             **_TAGS, "operationId": "exportPeriod",
             "summary": "Every closed statement of a closed period with its number and "

@@ -5,7 +5,7 @@ no live lease) by setting its lease in a short transaction, posts the body outsi
 any transaction, then records the attempt: a 2xx marks it ``delivered``; anything
 else (another status, a connection error, a timeout) schedules the next attempt
 ``retry_base_s × 2^(attempts − 1)`` later (at most ``retry_max_s``), or marks it
-``failed`` after ``max_attempts``.
+``failed`` after ``max_attempts`` (``redeliver`` starts a new round).
 
 Only one worker posts a row at a time, however many reporting processes share the
 database: the claim is an ``UPDATE`` whose ``WHERE`` requires no live lease, so of
@@ -243,10 +243,26 @@ class Deliverer:
                 row.delivered_at = now
             elif not ours:
                 LOG.warning("webhook delivery %s: an attempt outlived its lease", row.id)
-            elif row.attempts >= self.config.max_attempts:
+            elif row.attempts - row.retry_from >= self.config.max_attempts:
                 row.status = "failed"
-                LOG.warning("webhook delivery %s of %s %s failed for good after %s "
-                            "attempts: %s", row.id, row.cloud, row.period, row.attempts, error)
+                LOG.warning("webhook delivery %s of %s %s failed after %s attempts: %s",
+                            row.id, row.cloud, row.period, row.attempts, error)
             else:
-                row.next_attempt_at = now + self.config.delay(row.attempts)
+                row.next_attempt_at = now + self.config.delay(row.attempts - row.retry_from)
             session.commit()
+
+
+def redeliver(factory: sessionmaker[Session], delivery_id: int, now: dt.datetime) -> bool:
+    """Make a delivery due now for a new round of attempts, whatever its status; False
+    while a worker is posting it (a live lease)."""
+    model = WebhookDelivery
+    with factory() as session:
+        writes.of(session).begin_write(session)
+        changed = session.execute(  # type: ignore[attr-defined]
+            sa.update(model)
+            .where(model.id == delivery_id,
+                   sa.or_(model.lease_until.is_(None), model.lease_until < now))
+            .values(status="pending", next_attempt_at=now, retry_from=model.attempts,
+                    delivered_at=None, lease_until=None, leased_by=None)).rowcount
+        session.commit()
+    return bool(changed)

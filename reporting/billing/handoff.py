@@ -75,12 +75,19 @@ def notice_body(session: Session, closed: BillingPeriod) -> str:
     per closed statement its number, project, currency and totals (the lines are in
     the export it links)."""
     places = closed.minor_units
+    model = ClosedStatement
+    # The totals only: a close must not read its frozen lines back into Python.
+    rows = session.execute(
+        sa.select(model.number, model.project_id, model.subtotal, model.adjustments_total,
+                  model.total, model.unrated_lines)
+        .where(model.cloud == closed.cloud, model.period == closed.period)
+        .order_by(model.number, model.project_id))
     items = [{
         "number": row.number, "project_id": row.project_id, "currency": closed.currency,
         "subtotal": money.money(row.subtotal, places),
         "adjustments_total": money.money(row.adjustments_total, places),
         "total": money.money(row.total, places), "unrated_lines": row.unrated_lines,
-    } for row in _statement_rows(session, closed.cloud, closed.period)]
+    } for row in rows]
     return json.dumps({
         "event": EVENT_CLOSED, "cloud": closed.cloud, "period": closed.period,
         "closed_at": format_timestamp(closed.closed_at), "closed_by": closed.closed_by,
@@ -105,7 +112,7 @@ def outbox(conf: cfg.ConfigOpts) -> Notice | None:
         session.add(WebhookDelivery(
             cloud=closed.cloud, period=closed.period, event=EVENT_CLOSED,
             body=notice_body(session, closed), created_at=closed.closed_at,
-            status="pending", attempts=0, next_attempt_at=closed.closed_at))
+            status="pending", attempts=0, retry_from=0, next_attempt_at=closed.closed_at))
         session.flush()
 
     return write

@@ -31,6 +31,9 @@ class WebhookDelivery(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime())
     status: Mapped[str] = mapped_column(String(16))  # pending, delivered, failed
     attempts: Mapped[int] = mapped_column(Integer)
+    # The attempts made before the current round: a redeliver starts a new round of
+    # [handoff] max_attempts with the backoff from its start.
+    retry_from: Mapped[int] = mapped_column(Integer)
     next_attempt_at: Mapped[dt.datetime] = mapped_column(DateTime())
     # The worker posting it now (a random token per claim) and until when at most.
     lease_until: Mapped[dt.datetime | None] = mapped_column(DateTime())

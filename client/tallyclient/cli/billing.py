@@ -1,5 +1,5 @@
 """The billing subcommands: ``price-list put|show``, ``statement``,
-``period close|list|deliveries|export``, ``account add|list|show|join|statement``.
+``period close|list|deliveries|redeliver|export``, ``account add|list|show|join|statement``.
 
 ``price-list put`` reads YAML or JSON and keeps every number as the text it was
 written as (``0.020`` stays ``"0.020"``, never a binary float), so amounts reach the
@@ -166,6 +166,12 @@ def period_deliveries(client: ApiClient, args: argparse.Namespace) -> Output:
     return Output(body, DELIVERY_COLUMNS, body["items"])
 
 
+def period_redeliver(client: ApiClient, args: argparse.Namespace) -> Output:
+    body = client.post(f"/v1/periods/{_quoted(args.cloud)}/{_quoted(args.period)}"
+                       f"/deliveries/{_quoted(args.delivery)}/redeliver", None)
+    return Output(body, DELIVERY_COLUMNS, [body])
+
+
 def period_export(client: ApiClient, args: argparse.Namespace) -> Output:
     """JSON and CSV: the export's bytes as the API answers them (to a file, for the
     invoicing system); a table: one row per closed statement."""
@@ -316,6 +322,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     deliveries.add_argument("cloud")
     deliveries.add_argument("period", metavar="YYYY-MM")
     deliveries.set_defaults(handler=period_deliveries)
+    again = verbs.add_parser("redeliver", parents=[common], allow_abbrev=False,
+                             help="post a webhook delivery again, for a new round of "
+                             "attempts (admin)")
+    again.add_argument("cloud")
+    again.add_argument("period", metavar="YYYY-MM")
+    again.add_argument("delivery", metavar="ID", help="the delivery's id (period deliveries)")
+    again.set_defaults(handler=period_redeliver)
     export = verbs.add_parser("export", parents=[common], allow_abbrev=False,
                               help="every closed statement of a closed period (--format "
                               "json or csv: the export's exact bytes)")

@@ -254,7 +254,7 @@ def _pending(factory: sessionmaker[Session], count: int, at: dt.datetime) -> lis
     with factory.begin() as session:
         rows = [WebhookDelivery(cloud="c1", period=f"20{n // 12 + 10:02d}-{n % 12 + 1:02d}",
                                 event="period.closed", body=json.dumps({"n": n}),
-                                created_at=at, status="pending", attempts=0,
+                                created_at=at, status="pending", attempts=0, retry_from=0,
                                 next_attempt_at=at) for n in range(count)]
         session.add_all(rows)
         session.flush()
@@ -421,3 +421,57 @@ def test_tally_reporting_delivers_from_its_workers(db_url: str, tokens_file: str
         finally:
             engine.dispose()
             server.stop()
+
+
+def test_redeliver_starts_a_new_round(make_conf: ConfFactory, db_url: str) -> None:
+    """A failed delivery, redelivered, gets max_attempts more with the backoff from the
+    start; a delivered one is posted again (same id, same bytes); one being posted now
+    is 409; another period's delivery is 404."""
+    with receiving(SECRET, [500, 500, 200]) as receiver:
+        conf = make_conf(db_url, handoff={
+            "webhook_url": receiver.url, "webhook_secret": SECRET, "retry_base_s": 10.0,
+            "max_attempts": 2, "deliver": False})
+        app = create_app(conf)
+        try:
+            client, factory = app.test_client(), _factory(app)
+            _october(client, factory)
+            _close(client)
+            (row,) = _deliveries(factory)
+            clock = Clock(row.created_at)
+            config = delivery.settings(conf)
+            assert config is not None
+            worker = delivery.Deliverer(factory, config, clock=clock)
+            assert worker.run_once() == 1
+            clock.at += dt.timedelta(seconds=10)
+            assert worker.run_once() == 1
+            assert _deliveries(factory)[0].status == "failed"
+            clock.at += dt.timedelta(days=1)
+            assert worker.run_once() == 0
+            url = f"/v1/periods/c1/2026-10/deliveries/{row.id}/redeliver"
+            again = client.post(url, headers=ADMIN)
+            assert again.status_code == 200, again.get_json()
+            assert again.get_json()["status"] == "pending"
+            assert len(again.get_json()["attempts"]) == 2
+            clock.at = dt.datetime.fromisoformat(
+                again.get_json()["next_attempt_at"].rstrip("Z"))
+            assert worker.run_once() == 1  # the third POST: 200
+            (done,) = client.get("/v1/periods/c1/2026-10/deliveries",
+                                 headers=ADMIN).get_json()["items"]
+            assert done["status"] == "delivered"
+            assert [a["status_code"] for a in done["attempts"]] == [500, 500, 200]
+            assert client.post(url, headers=ADMIN).status_code == 200  # delivered: again
+            clock.at = dt.datetime(2099, 1, 1)
+            assert worker.run_once() == 1
+            assert {r.body for r in receiver.wait_for(4)} == {row.body.encode()}
+            # held by a worker now: 409; another period's or an unknown id: 404
+            with factory.begin() as session:
+                session.execute(sa.update(WebhookDelivery).values(
+                    lease_until=dt.datetime(2999, 1, 1), leased_by="busy"))
+            assert client.post(url, headers=ADMIN).status_code == 409
+            assert client.post(f"/v1/periods/c1/2026-09/deliveries/{row.id}/redeliver",
+                               headers=ADMIN).status_code == 404
+            assert client.post("/v1/periods/c1/2026-10/deliveries/x1/redeliver",
+                               headers=ADMIN).status_code == 404
+            assert client.post(url, headers=READ).status_code == 403
+        finally:
+            app.extensions[ENGINE_KEY].dispose()

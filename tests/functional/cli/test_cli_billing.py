@@ -183,7 +183,7 @@ def test_period_deliveries_and_export(priced: Api, capsys: pytest.CaptureFixture
     with priced.sessions.begin() as session:
         session.add(WebhookDelivery(cloud="c1", period="2026-10", event="period.closed",
                                     body="{}", created_at=at, status="pending", attempts=1,
-                                    next_attempt_at=at + dt.timedelta(seconds=30)))
+                                    retry_from=0, next_attempt_at=at + dt.timedelta(seconds=30)))
         session.flush()
         session.add(WebhookAttempt(delivery_id=1, number=1, attempted_at=at, status_code=500,
                                    error="HTTP 500"))
@@ -193,3 +193,8 @@ def test_period_deliveries_and_export(priced: Api, capsys: pytest.CaptureFixture
     assert rows[1][:3] == ["1", "period.closed", "pending"] and rows[1][-1].endswith("HTTP 500")
     code, _out, err = run(priced, capsys, "period", "deliveries", "c1", "2026-10", role="read")
     assert code == 1 and "403" in err
+    code, out, _err = run(priced, capsys, "--format", "json", "period", "redeliver", "c1",
+                          "2026-10", "1")
+    assert code == 0 and json.loads(out)["status"] == "pending"
+    code, _out, err = run(priced, capsys, "period", "redeliver", "c1", "2026-10", "7")
+    assert code == 1 and "404" in err
