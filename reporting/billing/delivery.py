@@ -40,9 +40,11 @@ import sqlalchemy as sa
 from oslo_config import cfg
 from sqlalchemy.orm import Session, sessionmaker
 
+from reporting.billing import billing_metrics
 from reporting.clock import utcnow
 from reporting.db import writes
 from reporting.db.handoff_models import WebhookAttempt, WebhookDelivery
+from tally_common.config_check import redact_url
 
 LOG = logging.getLogger(__name__)
 
@@ -215,7 +217,9 @@ class Deliverer:
         try:
             status = self.post(self.config.url, body, headers, self.config.timeout_s)
         except (OSError, requests.RequestException) as exc:
-            error = f"{type(exc).__name__}: {exc}"[:_ERROR_LIMIT]
+            # Listed to admins: a password in the URL is not repeated there.
+            url = self.config.url
+            error = f"{type(exc).__name__}: {exc}".replace(url, redact_url(url))[:_ERROR_LIMIT]
         if status is not None and not 200 <= status < 300:
             error = f"HTTP {status}"
         self._record(claim, status, error)
@@ -236,6 +240,7 @@ class Deliverer:
             if ours:
                 row.lease_until = None
                 row.leased_by = None
+            outcome = "delivered" if error is None else "retried"
             if row.status != "pending":
                 pass
             elif error is None:
@@ -245,11 +250,14 @@ class Deliverer:
                 LOG.warning("webhook delivery %s: an attempt outlived its lease", row.id)
             elif row.attempts - row.retry_from >= self.config.max_attempts:
                 row.status = "failed"
+                outcome = "failed"
                 LOG.warning("webhook delivery %s of %s %s failed after %s attempts: %s",
                             row.id, row.cloud, row.period, row.attempts, error)
             else:
                 row.next_attempt_at = now + self.config.delay(row.attempts - row.retry_from)
+            cloud = row.cloud
             session.commit()
+        billing_metrics.webhook_attempt(cloud, outcome)
 
 
 def redeliver(factory: sessionmaker[Session], delivery_id: int, now: dt.datetime) -> bool:

@@ -26,7 +26,7 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.app import create_app
-from reporting.billing import closing, delivery, handoff
+from reporting.billing import billing_metrics, closing, delivery, handoff
 from reporting.db import engine as db_engine
 from reporting.db.billing_models import BillingPeriod
 from reporting.db.handoff_models import WebhookAttempt, WebhookDelivery
@@ -155,6 +155,11 @@ def test_a_close_notifies_signed_and_retries_with_backoff(
     assert client.get("/v1/periods/c1/2026-13/deliveries", headers=ADMIN).status_code == 400
 
 
+def _attempts_counted(result: str) -> float:
+    counter = billing_metrics.WEBHOOK_ATTEMPTS.labels(cloud="c1", result=result)
+    return float(counter._value.get())
+
+
 def test_the_backoff_is_capped_and_a_delivery_fails_after_max_attempts(
         make_conf: ConfFactory, db_url: str) -> None:
     with receiving(SECRET, [502]) as receiver:
@@ -171,6 +176,7 @@ def test_the_backoff_is_capped_and_a_delivery_fails_after_max_attempts(
             config = delivery.settings(conf)
             assert config is not None
             worker = delivery.Deliverer(factory, config, clock=clock)
+            before = {result: _attempts_counted(result) for result in ("retried", "failed")}
             made = 0
             for _step in range(20):  # 100 s in steps of 5 s
                 made += worker.run_once()
@@ -182,6 +188,9 @@ def test_the_backoff_is_capped_and_a_delivery_fails_after_max_attempts(
                 assert session.get(WebhookDelivery, row.id).status == "failed"
             gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(attempts)]
             assert gaps == [10, 20, 25, 25]  # doubled, at most retry_max_s
+            # four retried, the fifth failed for good (TallyWebhookDeliveryFailed)
+            assert {result: _attempts_counted(result) - before[result]
+                    for result in before} == {"retried": 4, "failed": 1}
         finally:
             app.extensions[ENGINE_KEY].dispose()
 
