@@ -432,3 +432,33 @@ def test_0025_numbers_the_statements_closed_before_it_in_close_order(empty_db_ur
     engine.dispose()
     migrations.upgrade(empty_db_url, "0025_close_handoff")
     assert numbers() == expected
+
+
+def test_0029_adds_the_webhook_outbox_and_its_downgrade_removes_it(empty_db_url: str) -> None:
+    """The deliveries and their attempts: stored, one attempt number per delivery, and
+    gone on the downgrade (nothing else of the schema changes)."""
+    migrations.upgrade(empty_db_url, "0027_sync_run_kind")
+    before = tables(empty_db_url)
+    migrations.upgrade(empty_db_url, "0029_close_webhooks")
+    assert tables(empty_db_url) == before | {"webhook_deliveries", "webhook_attempts"}
+    engine = sa.create_engine(empty_db_url)
+    at = dt.datetime(2026, 11, 1)
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO webhook_deliveries (cloud, period, event, body, created_at, status, "
+            "attempts, retry_from, next_attempt_at) "
+            "VALUES ('c1', '2026-10', 'period.closed', '{}', :at, 'pending', 1, 0, :at)"),
+            {"at": at})
+        (delivery_id,) = conn.execute(sa.text("SELECT id FROM webhook_deliveries")).one()
+        conn.execute(sa.text(
+            "INSERT INTO webhook_attempts (delivery_id, number, attempted_at, status_code) "
+            "VALUES (:d, 1, :at, 500)"), {"d": delivery_id, "at": at})
+    with engine.begin() as conn, pytest.raises(sa.exc.IntegrityError):
+        conn.execute(sa.text(
+            "INSERT INTO webhook_attempts (delivery_id, number, attempted_at, status_code) "
+            "VALUES (:d, 1, :at, 200)"), {"d": delivery_id, "at": at})
+    engine.dispose()
+    migrations.downgrade(empty_db_url, "0027_sync_run_kind")
+    assert tables(empty_db_url) == before
+    migrations.upgrade(empty_db_url)
+    assert migrations.current(empty_db_url) == (HEAD,)
