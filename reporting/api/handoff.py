@@ -32,7 +32,7 @@ from reporting.api.errors import ApiError
 from reporting.api.periods import require_known
 from reporting.api.statements import LINE_FIELDS, NUMERIC_FIELDS, cell, neutralised
 from reporting.billing import delivery, handoff
-from reporting.billing.delivery import Deliverer, HandoffConfigError, settings
+from reporting.billing.delivery import Deliverer, settings
 from reporting.clock import utcnow
 from reporting.db.billing_models import BillingPeriod
 from reporting.db.handoff_models import WebhookAttempt, WebhookDelivery
@@ -53,10 +53,7 @@ _TOTALS = ("subtotal", "adjustments_total", "total", "unrated_lines")
 def init_app(app: Flask, conf: cfg.ConfigOpts) -> None:
     """With ``[handoff] webhook_url``: closes write their notice and the delivery
     worker runs; a URL without a secret raises (the service does not start)."""
-    try:
-        config = settings(conf)
-    except HandoffConfigError as exc:
-        raise ValueError(str(exc)) from None
+    config = settings(conf)  # HandoffConfigError, a ValueError, for a URL without a secret
     if config is None:
         return
     app.extensions[handoff.NOTICE_KEY] = handoff.outbox(conf)
@@ -165,9 +162,10 @@ def export(cloud: str, period: str) -> Response:
 
 
 def _rows(writer: Any, rows: list[dict[str, Any]]) -> None:
+    """Cells as a statement's CSV writes them: numbers as Tally wrote them, text that
+    would start like a formula after an apostrophe."""
     for row in rows:
-        numbers = NUMERIC_FIELDS | ({"value"} if row.get("record") in NUMERIC_FIELDS else set())
-        writer.writerow([neutralised(cell(row.get(field)), field in numbers)
+        writer.writerow([neutralised(cell(row.get(field)), field in NUMERIC_FIELDS)
                          for field in CSV_FIELDS])
 
 

@@ -71,7 +71,8 @@ class Settings:
 
     def delay(self, attempts: int) -> dt.timedelta:
         """The wait after the ``attempts``-th failed attempt."""
-        return dt.timedelta(seconds=min(self.base_s * 2 ** (attempts - 1), self.max_s))
+        # 2^60 × any base is past any retry_max_s (and a larger power overflows a float)
+        return dt.timedelta(seconds=min(self.base_s * 2 ** min(attempts - 1, 60), self.max_s))
 
 
 class HandoffConfigError(ValueError):

@@ -42,7 +42,7 @@ handoff_opts: list[cfg.Opt] = [
     cfg.FloatOpt("webhook_timeout_s", default=10.0, min=0.1,
                  help="Seconds to connect, and to wait for each part of the answer, of "
                  "one POST."),
-    cfg.FloatOpt("retry_base_s", default=30.0, min=0.0,
+    cfg.FloatOpt("retry_base_s", default=30.0, min=0.1,
                  help="Seconds before the second attempt of a delivery; each later "
                  "attempt waits twice as long as the one before, up to retry_max_s."),
     cfg.FloatOpt("retry_max_s", default=3600.0, min=0.0,
