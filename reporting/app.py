@@ -16,6 +16,7 @@ from reporting.api import (
     errors,
     events,
     filing,
+    handoff,
     health,
     openapi,
     periods,
@@ -65,5 +66,6 @@ def _register_blueprints(app: Flask, conf: cfg.ConfigOpts) -> None:
         app.register_blueprint(write_side.bp)
     sync_api.init_app(app, conf)
     app.register_blueprint(sync_api.bp)
-    for billing in (price_lists, statements, periods, accounts):
+    handoff.init_app(app, conf)
+    for billing in (price_lists, statements, periods, accounts, handoff):
         app.register_blueprint(billing.bp)

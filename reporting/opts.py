@@ -10,6 +10,7 @@ from oslo_config import cfg
 
 from reporting import future
 from reporting.api import auth, events, keystone_auth, read_limits
+from reporting.billing import handoff
 from reporting.db import engine, replica
 from reporting.serve_options import serve_opts
 from reporting.sync import options as sync_options
@@ -26,6 +27,7 @@ _GROUPS: list[tuple[str, list[cfg.Opt]]] = [
     ("api", keystone_auth.api_keystone_opts),
     ("api", read_limits.api_read_opts),
     ("sync", sync_options.sync_opts),
+    ("handoff", handoff.handoff_opts),
 ]
 
 

@@ -12,7 +12,13 @@ from typing import Any
 
 from flask import Blueprint
 
-from reporting.api import openapi_accounts, openapi_billing, openapi_doc, openapi_write
+from reporting.api import (
+    openapi_accounts,
+    openapi_billing,
+    openapi_doc,
+    openapi_handoff,
+    openapi_write,
+)
 
 bp = Blueprint("openapi", __name__)
 
@@ -43,6 +49,7 @@ def _document() -> dict[str, Any]:
     paths.update(openapi_write.sync_paths())
     paths.update(openapi_billing.billing_paths())
     paths.update(openapi_accounts.account_paths())
+    paths.update(openapi_handoff.handoff_paths())
     return {
         "openapi": "3.1.0",
         "info": {
@@ -57,7 +64,8 @@ def _document() -> dict[str, Any]:
         "paths": paths,
         "components": {
             "schemas": {**openapi_doc.SCHEMAS, **openapi_write.SCHEMAS,
-                        **openapi_billing.SCHEMAS, **openapi_accounts.SCHEMAS},
+                        **openapi_billing.SCHEMAS, **openapi_accounts.SCHEMAS,
+                        **openapi_handoff.SCHEMAS},
             "parameters": openapi_doc.PARAMETERS,
             "securitySchemes": SECURITY_SCHEMES,
         },

@@ -8,7 +8,7 @@ import datetime as dt
 from typing import Any
 
 import sqlalchemy as sa
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, current_app, jsonify, request
 
 from mapping.event import format_timestamp
 from reporting import pagination
@@ -24,7 +24,7 @@ from reporting.api.clouds import known_clouds
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.api.project_scope import require_project_read
-from reporting.billing import closing, observed, periods, statements, versions
+from reporting.billing import closing, handoff, observed, periods, statements, versions
 from reporting.billing.pricelist import DEFAULT_LIST
 from reporting.clock import utcnow
 from reporting.db.billing_models import BillingPeriod
@@ -113,7 +113,9 @@ def close_period(cloud: str, period: str) -> Any:
     require_known(cloud)
     now = utcnow()
     try:
-        result = closing.close(app_sessionmaker(), cloud, period, caller_name(), now, accept)
+        # With a webhook configured, the close writes its notice in its transaction.
+        result = closing.close(app_sessionmaker(), cloud, period, caller_name(), now, accept,
+                               current_app.extensions.get(handoff.NOTICE_KEY))
     except closing.PeriodNotEnded as exc:
         raise ApiError(409, "period_not_ended", str(exc)) from None
     except closing.BeforeHistory as exc:

@@ -61,7 +61,7 @@ def _wants_csv() -> bool:
         "application/json"]
 
 
-def _cell(value: Any) -> Any:
+def cell(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -85,7 +85,7 @@ def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
     writer.writerow(fields)
     for row in rows:
         numbers = NUMERIC_FIELDS | ({"value"} if row.get("record") in NUMERIC_FIELDS else set())
-        writer.writerow([neutralised(_cell(row[field]), field in numbers) for field in fields])
+        writer.writerow([neutralised(cell(row[field]), field in numbers) for field in fields])
     return out.getvalue()
 
 

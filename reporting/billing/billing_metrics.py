@@ -57,3 +57,17 @@ def record_close(cloud: str, frozen: int, booked: Sequence[Adjustment],
             if total:
                 ADJUSTMENTS_BOOKED_AMOUNT.labels(cloud=cloud, direction=direction).inc(
                     float(total))
+
+
+WEBHOOK_ATTEMPTS = Counter(
+    "tally_webhook_attempts",
+    "Attempts to post a close's webhook delivery, by cloud and result (delivered: a "
+    "2xx; retried: another answer or none, attempted again later; failed: the last "
+    "attempt [handoff] max_attempts allows failed too).",
+    ["cloud", "result"],
+)
+WEBHOOK_RESULTS = ("delivered", "retried", "failed")
+
+
+def webhook_attempt(cloud: str, result: str) -> None:
+    WEBHOOK_ATTEMPTS.labels(cloud=cloud, result=result).inc()

@@ -25,7 +25,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 
 import sqlalchemy as sa
@@ -81,9 +81,12 @@ class Closed:
 
 
 def close(factory: sessionmaker[Session], cloud: str, period: str, who: str,
-          now: dt.datetime, accept: Acceptance = Acceptance()) -> Closed:
+          now: dt.datetime, accept: Acceptance = Acceptance(),
+          notice: Callable[[Session, BillingPeriod], None] | None = None) -> Closed:
     """Close ``period`` of ``cloud``; idempotent (a second close returns the row, whatever
-    it accepts).  Raises PeriodNotEnded, BeforeHistory or CloseRefused."""
+    it accepts).  ``notice`` writes, in the close's transaction, what tells others
+    of it (``reporting.billing.handoff.outbox``).  Raises PeriodNotEnded, BeforeHistory
+    or CloseRefused."""
     _start, end = periods.parse(period)
     if end > now:
         raise PeriodNotEnded(f"period {period} has not ended yet (it ends at {end:%Y-%m-%d})")
@@ -95,6 +98,8 @@ def close(factory: sessionmaker[Session], cloud: str, period: str, who: str,
             return Closed(existing, created=False)
         with seam.snapshot(factory, guard, locks.INGEST_KEY, _cutoff) as (session, cutoff):
             result = _close_in(session, cloud, period, who, now, cutoff, accept)
+            if notice is not None and result.created:
+                notice(session, result.period)
             session.commit()
     if result.created:
         billing_metrics.record_close(cloud, result.frozen, result.adjustments, result.billed,

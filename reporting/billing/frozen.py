@@ -199,11 +199,12 @@ def lines(session: Session, row: ClosedStatement, resources: Container[str] | No
     return found
 
 
-def text(session: Session, row: ClosedStatement, places: int | None = None) -> str:
+def text(session: Session, row: ClosedStatement, places: int | None = None,
+         known: dict[int, FrozenKind] | None = None) -> str:
     """The exact text a closed statement is answered as (``places``: its close's
-    minor units, if read already)."""
+    minor units, ``known``: its period's ``kinds``, if read already)."""
     if row.lines_at is None:
         return row.body
     rendered = ",".join(statements.text(line.as_dict())
-                        for line in lines(session, row, places=places))
+                        for line in lines(session, row, known=known, places=places))
     return row.body[:row.lines_at] + rendered + row.body[row.lines_at:]

@@ -51,6 +51,15 @@ def tune_worker_gc() -> None:
     gc.set_threshold(GC_THRESHOLD)
 
 
+def _worker_started(flask_app: Any) -> None:
+    tune_worker_gc()
+    from reporting.api.handoff import deliverer_of
+
+    deliverer = deliverer_of(flask_app)
+    if deliverer is not None:  # [handoff] webhook_url: this worker delivers too
+        deliverer.ensure_running()
+
+
 def _gunicorn_app(conf: cfg.ConfigOpts, flask_app: Any) -> Any:
     from gunicorn.app.base import BaseApplication
     from prometheus_client import multiprocess
@@ -72,7 +81,7 @@ def _gunicorn_app(conf: cfg.ConfigOpts, flask_app: Any) -> Any:
                 "control_socket_disable": True,
                 **REQUEST_LIMITS,
                 "child_exit": lambda _arbiter, worker: multiprocess.mark_process_dead(worker.pid),
-                "post_fork": lambda _arbiter, _worker: tune_worker_gc(),
+                "post_fork": lambda _arbiter, _worker: _worker_started(flask_app),
             }
             for key, value in settings.items():
                 if key in self.cfg.settings:  # control_socket_* exist from gunicorn 23
@@ -134,6 +143,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from reporting.openstack.credentials import describe_search
 
             LOG.info("OpenStack clouds.yaml: %s", describe_search(os.environ))
+        if conf.handoff.webhook_url:
+            from tally_common.config_check import redact_url
+
+            LOG.info("webhook on close: %s (%s)", redact_url(conf.handoff.webhook_url),
+                     "posted by every worker" if conf.handoff.deliver
+                     else "posted by other instances: [handoff] deliver = false")
+        else:
+            LOG.info("webhook on close: none (closes write no delivery)")
         LOG.info("serving the Reporting API on http://%s with %s workers", bind, conf.api.workers)
         LOG.info("prometheus multiprocess directory %s", metrics_dir)
         # The workers fork from this process: what start-up built is frozen out of

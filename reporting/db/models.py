@@ -29,6 +29,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 # Base.metadata, which the migrations and the drift test compare.
 from reporting.db import account_models as account_models
 from reporting.db import billing_models as billing_models
+from reporting.db import handoff_models as handoff_models
 from reporting.db.base import Base, BigIntId
 
 

@@ -1,6 +1,6 @@
-"""The billing subcommands: ``price-list put|show``, ``statement``, ``period close|list``,
-``account add|list|show|join|statement``, and the credits and charges booked by hand:
-``account credit|charge|reverse|lines``.
+"""The billing subcommands: ``price-list put|show``, ``statement``,
+``period close|list|deliveries|redeliver|export``, ``account add|list|show|join|statement``,
+and the credits and charges booked by hand: ``account credit|charge|reverse|lines``.
 
 ``price-list put`` reads YAML or JSON and keeps every number as the text it was
 written as (``0.020`` stays ``"0.020"``, never a binary float), so amounts reach the
@@ -151,6 +151,43 @@ def period_close(client: ApiClient, args: argparse.Namespace) -> Output:
 def period_list(client: ApiClient, args: argparse.Namespace) -> Output:
     items = client.pages(f"/v1/periods/{_quoted(args.cloud)}", {}, None)
     return Output(items, PERIOD_COLUMNS, items)
+
+
+DELIVERY_COLUMNS = [table.field(name) for name in (
+    "id", "event", "status", "created_at", "next_attempt_at", "delivered_at")] + [
+    ("attempts", lambda row: len(row["attempts"])),
+    ("last_attempt", lambda row: None if not row["attempts"] else (
+        f"{row['attempts'][-1]['attempted_at']} "
+        f"{row['attempts'][-1]['error'] or row['attempts'][-1]['status_code']}"))]
+EXPORT_COLUMNS = [table.field(name) for name in (
+    "number", "project_id", "currency", "subtotal", "adjustments_total", "total",
+    "unrated_lines")]
+
+
+def period_deliveries(client: ApiClient, args: argparse.Namespace) -> Output:
+    body = client.get(f"/v1/periods/{_quoted(args.cloud)}/{_quoted(args.period)}/deliveries")
+    return Output(body, DELIVERY_COLUMNS, body["items"])
+
+
+def period_redeliver(client: ApiClient, args: argparse.Namespace) -> Output:
+    body = client.post(f"/v1/periods/{_quoted(args.cloud)}/{_quoted(args.period)}"
+                       f"/deliveries/{_quoted(args.delivery)}/redeliver", None)
+    return Output(body, DELIVERY_COLUMNS, [body])
+
+
+def period_export(client: ApiClient, args: argparse.Namespace) -> Output:
+    """JSON and CSV: the export's bytes as the API answers them (to a file, for the
+    invoicing system); a table: one row per closed statement."""
+    path = f"/v1/periods/{_quoted(args.cloud)}/{_quoted(args.period)}/export"
+    if args.format in ("csv", "json"):
+        accept = "text/csv" if args.format == "csv" else "application/json"
+        return Output(None, [], [], text=client.get_text(path, {"format": args.format},
+                                                         accept))
+    body = client.get(path, {"format": "json"})
+    rows = [{"number": item["number"], **item["statement"]} for item in body["statements"]]
+    return Output(body, EXPORT_COLUMNS, rows,
+                  f"{body['cloud']} {body['period']} closed at {body['closed_at']}: "
+                  f"{len(rows)} statement(s)")
 
 
 ACCOUNT_COLUMNS = [table.field(name) for name in (
@@ -350,7 +387,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     stmt.set_defaults(handler=statement, csv_ok=True)
 
     period = sub.add_parser("period", parents=[common], allow_abbrev=False,
-                            help="close a period (admin), list a cloud's periods")
+                            help="close a period (admin), list a cloud's periods, its "
+                            "webhook deliveries and its export")
     verbs = period.add_subparsers(dest="action", required=True, metavar="ACTION")
     close = verbs.add_parser("close", parents=[common], allow_abbrev=False,
                              help="freeze every statement of the period")
@@ -367,4 +405,23 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                                help="periods with status, who closed them and the cutoff")
     listing.add_argument("cloud")
     listing.set_defaults(handler=period_list)
+    deliveries = verbs.add_parser("deliveries", parents=[common], allow_abbrev=False,
+                                  help="the webhook deliveries of a close, with their "
+                                  "attempts (admin)")
+    deliveries.add_argument("cloud")
+    deliveries.add_argument("period", metavar="YYYY-MM")
+    deliveries.set_defaults(handler=period_deliveries)
+    again = verbs.add_parser("redeliver", parents=[common], allow_abbrev=False,
+                             help="post a webhook delivery again, for a new round of "
+                             "attempts (admin)")
+    again.add_argument("cloud")
+    again.add_argument("period", metavar="YYYY-MM")
+    again.add_argument("delivery", metavar="ID", help="the delivery's id (period deliveries)")
+    again.set_defaults(handler=period_redeliver)
+    export = verbs.add_parser("export", parents=[common], allow_abbrev=False,
+                              help="every closed statement of a closed period (--format "
+                              "json or csv: the export's exact bytes)")
+    export.add_argument("cloud")
+    export.add_argument("period", metavar="YYYY-MM")
+    export.set_defaults(handler=period_export, csv_ok=True)
     _register_accounts(sub, common)

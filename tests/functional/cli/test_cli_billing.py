@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import os
@@ -11,11 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import requests
 
+from reporting.db.handoff_models import WebhookAttempt, WebhookDelivery
 from tests.functional.billing.history import october
 from tests.functional.cli.conftest import Api
 from tests.functional.cli.test_cli import run, table_rows
-from tests.functional.reporting.fixtures import TOKENS
+from tests.functional.reporting.fixtures import TOKENS, auth
 
 PRICES_YAML = """\
 effective_from: 2026-10-01T00:00:00Z
@@ -194,3 +197,46 @@ def test_account_credit_charge_reverse_and_lines(priced: Api,
     assert [r["amount"] for r in rows if r["record"] == "manual_line"] == [
         "-2.00", "0.30", "2.00"]
     assert {r["record"]: r["value"] for r in rows}["account_total"] == "1.86"
+
+
+def test_period_deliveries_and_export(priced: Api, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, err = run(priced, capsys, "period", "export", "c1", "2026-10")
+    assert code == 1 and "409 period_open" in err
+    code, _out, _err = run(priced, capsys, "period", "close", "c1", "2026-10",
+                           "--accept-partial-history", "--accept-unrated")
+    assert code == 0
+    exported = requests.get(f"{priced.url}/v1/periods/c1/2026-10/export?format=csv",
+                            headers=auth("read"), timeout=30).text
+    code, out, _err = run(priced, capsys, "--format", "csv", "period", "export", "c1",
+                          "2026-10")
+    assert code == 0 and out == exported  # the export's bytes, for a file
+    code, out, _err = run(priced, capsys, "--format", "json", "period", "export", "c1",
+                          "2026-10")
+    assert code == 0 and [s["number"] for s in json.loads(out)["statements"]] == [1, 2, 3, 4]
+    code, out, _err = run(priced, capsys, "period", "export", "c1", "2026-10")
+    assert code == 0 and [row[:2] for row in table_rows(out)[1:5]] == [
+        ["1", "p-free"], ["2", "p1"], ["3", "p2"], ["4", "p3"]]
+    assert "4 statement(s)" in out
+    # no webhook configured: no delivery; one written as a close would, to list it
+    code, out, _err = run(priced, capsys, "--format", "json", "period", "deliveries", "c1",
+                          "2026-10")
+    assert code == 0 and json.loads(out)["items"] == []
+    at = dt.datetime(2026, 11, 1)
+    with priced.sessions.begin() as session:
+        session.add(WebhookDelivery(cloud="c1", period="2026-10", event="period.closed",
+                                    body="{}", created_at=at, status="pending", attempts=1,
+                                    retry_from=0, next_attempt_at=at + dt.timedelta(seconds=30)))
+        session.flush()
+        session.add(WebhookAttempt(delivery_id=1, number=1, attempted_at=at, status_code=500,
+                                   error="HTTP 500"))
+    code, out, _err = run(priced, capsys, "period", "deliveries", "c1", "2026-10")
+    rows = table_rows(out)
+    assert code == 0 and rows[0][:3] == ["id", "event", "status"]
+    assert rows[1][:3] == ["1", "period.closed", "pending"] and rows[1][-1].endswith("HTTP 500")
+    code, _out, err = run(priced, capsys, "period", "deliveries", "c1", "2026-10", role="read")
+    assert code == 1 and "403" in err
+    code, out, _err = run(priced, capsys, "--format", "json", "period", "redeliver", "c1",
+                          "2026-10", "1")
+    assert code == 0 and json.loads(out)["status"] == "pending"
+    code, _out, err = run(priced, capsys, "period", "redeliver", "c1", "2026-10", "7")
+    assert code == 1 and "404" in err

@@ -459,4 +459,33 @@ def test_0028_adds_the_lines_and_a_line_is_reversed_once(empty_db_url: str) -> N
     assert "account_lines" not in tables(empty_db_url)
     migrations.upgrade(empty_db_url, "0028_manual_lines")
     assert "account_lines" in tables(empty_db_url)
+
+
+def test_0029_adds_the_webhook_outbox_and_its_downgrade_removes_it(empty_db_url: str) -> None:
+    """The deliveries and their attempts: stored, one attempt number per delivery, and
+    gone on the downgrade (nothing else of the schema changes)."""
+    migrations.upgrade(empty_db_url, "0028_manual_lines")
+    before = tables(empty_db_url)
+    migrations.upgrade(empty_db_url, "0029_close_webhooks")
+    assert tables(empty_db_url) == before | {"webhook_deliveries", "webhook_attempts"}
+    engine = sa.create_engine(empty_db_url)
+    at = dt.datetime(2026, 11, 1)
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO webhook_deliveries (cloud, period, event, body, created_at, status, "
+            "attempts, retry_from, next_attempt_at) "
+            "VALUES ('c1', '2026-10', 'period.closed', '{}', :at, 'pending', 1, 0, :at)"),
+            {"at": at})
+        (delivery_id,) = conn.execute(sa.text("SELECT id FROM webhook_deliveries")).one()
+        conn.execute(sa.text(
+            "INSERT INTO webhook_attempts (delivery_id, number, attempted_at, status_code) "
+            "VALUES (:d, 1, :at, 500)"), {"d": delivery_id, "at": at})
+    with engine.begin() as conn, pytest.raises(sa.exc.IntegrityError):
+        conn.execute(sa.text(
+            "INSERT INTO webhook_attempts (delivery_id, number, attempted_at, status_code) "
+            "VALUES (:d, 1, :at, 200)"), {"d": delivery_id, "at": at})
+    engine.dispose()
+    migrations.downgrade(empty_db_url, "0028_manual_lines")
+    assert tables(empty_db_url) == before
+    migrations.upgrade(empty_db_url)
     assert migrations.current(empty_db_url) == (HEAD,)

@@ -47,6 +47,7 @@ WITHOUT_WHO = "cloud-wide without who"
 AS_UNKNOWN = "as unknown"
 UNKNOWN_CLOUD = "no-such-cloud"
 REFUSED = "refused"        # 403 (read: 200)
+ADMIN_ONLY = "admin only"  # 403, and to read too (admin: 200)
 OPEN = "open"              # 200 without any credentials
 
 RESOURCE = "/v1/resources/openstack/c1/instance/{}"
@@ -82,6 +83,10 @@ DECISIONS: dict[str, list[tuple[str, str]]] = {
     "/v1/sync-runs": [(REFUSED, "/v1/sync-runs")],
     # Accounts group projects: read only (a project reads its own statement).
     "/v1/accounts": [(REFUSED, "/v1/accounts")],
+    "/v1/periods/<cloud>/<period>/export": [
+        (REFUSED, "/v1/periods/c3/2026-10/export?format=json")],
+    "/v1/periods/<cloud>/<period>/deliveries": [
+        (ADMIN_ONLY, "/v1/periods/c3/2026-10/deliveries")],
     "/v1/accounts/<account_id>": [(REFUSED, "/v1/accounts/acme")],
     "/v1/accounts/<account_id>/statement": [(REFUSED, "/v1/accounts/acme/statement?period=2026-10")],
     "/v1/accounts/<account_id>/lines": [(REFUSED, "/v1/accounts/acme/lines")],
@@ -201,6 +206,11 @@ def test_a_project_reader_gets_what_was_decided(client: FlaskClient, rule: str, 
         return
     status, body = get(client, url, P1)
     read_status, read_body = get(client, url, READ)
+    if kind == ADMIN_ONLY:
+        assert (status, body["error"]["code"]) == (403, "forbidden"), body
+        assert read_status == 403, read_body
+        assert get(client, url, ADMIN)[0] == 200  # the probe itself is sound
+        return
     assert read_status == 200, read_body  # the probe itself is sound
     # Whatever was decided, nothing of another project's.
     assert projects_in(body) <= {"p1"}, body

@@ -27,6 +27,8 @@ REQUIRED_ALERTS = {
     "TallyCollectorDisconnected",
     # A run's deleted-servers window was clamped: instance deletes dated at the poll.
     "TallySyncDeletionWindowClamped",
+    # A close's webhook delivery used up its attempts: the invoicing system was not told.
+    "TallyWebhookDeliveryFailed",
 }
 RUNBOOK_SECTIONS = ("## What it means", "## How to confirm", "## What to do")
 
@@ -103,6 +105,7 @@ def test_the_runbook_shows_the_rule_expression() -> None:
 def test_label_values_are_ones_the_code_uses() -> None:
     from mapping.event import SOURCE_COLLECTOR, SOURCE_RECONCILIATION
     from reporting import ingest
+    from reporting.billing.billing_metrics import WEBHOOK_RESULTS
     from reporting.sync.plan import ACTION_STAT
 
     known = {
@@ -111,6 +114,7 @@ def test_label_values_are_ones_the_code_uses() -> None:
         "action": set(ACTION_STAT.values()),
         # reporting.sync.runner: a run that recorded errors is failed, else completed.
         "status": {"completed", "failed"},
+        "result": set(WEBHOOK_RESULTS),
     }
     for rule in _rules():
         for selector in read_promql(rule["expr"]).metrics:

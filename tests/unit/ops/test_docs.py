@@ -104,7 +104,7 @@ def _without_auth_plugin_options(block: str) -> str:
 def test_example_configuration_files_are_valid(tmp_path: Path) -> None:
     text = (catalogue.REPO_ROOT / "docs" / "deployment.md").read_text()
     blocks = re.findall(r"```ini\n(.*?)```", text, flags=re.S)
-    assert len(blocks) == 5
+    assert len(blocks) == 6
     for index, block in enumerate(blocks):
         component = "collector" if "[collector]" in block else "reporting"
         path = tmp_path / f"example-{index}.conf"

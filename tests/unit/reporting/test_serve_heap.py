@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from flask import Flask
 
 from reporting.cmd import serve
 from tests.unit.reporting.fixtures import write_config
@@ -50,7 +51,7 @@ def test_main_puts_back_the_metrics_directory_it_set(
 def test_each_worker_collects_cyclic_garbage_less_often() -> None:
     conf = SimpleNamespace(api=SimpleNamespace(bind="127.0.0.1:0", workers=1, threads=1,
                                                timeout=30))
-    application = serve._gunicorn_app(conf, object())
+    application = serve._gunicorn_app(conf, Flask("reporting"))
     before = gc.get_threshold()
     try:
         application.cfg.post_fork(None, None)  # what gunicorn calls in a new worker
