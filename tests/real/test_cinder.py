@@ -227,6 +227,38 @@ class CinderClient:
         self.gone(volume)
 
 
+# What the adapter asks (volumes/detail whole at the default microversion and with
+# 3.60's time filters, the types) and a page of one; written under the test's directory
+# as tests/fixtures/api/cinder29_* were captured.
+ANSWERS = (
+    ("volumes-detail", "/volumes/detail", None, {"all_tenants": "1"}),
+    ("v3.60_volumes-detail", "/volumes/detail", "3.60", {"all_tenants": "1"}),
+    ("v3.70_volumes-detail", "/volumes/detail", "3.70", {"all_tenants": "1"}),
+    ("volumes-detail-page", "/volumes/detail", None, {"all_tenants": "1", "limit": "1"}),
+    ("types", "/types", None, {"is_public": "None"}),
+)
+
+
+def capture_answers(client: CinderClient, volume_url: str, into: Path) -> None:
+    into.mkdir(parents=True, exist_ok=True)
+    for name, path, version, params in ANSWERS:
+        headers = {"X-Auth-Token": client.token}
+        if version is not None:
+            headers["OpenStack-API-Version"] = f"volume {version}"
+        answer = requests.get(f"{client.url}{path}", headers=headers, params=params,
+                              timeout=60)
+        assert answer.status_code == 200, (name, answer.text)
+        (into / f"cinder29_{name}.json").write_text(json.dumps({
+            "request": answer.url, "microversion": version, "account": "admin",
+            "status": answer.status_code,
+            "content_type": answer.headers.get("Content-Type"),
+            "body": answer.json()}, indent=2))
+    root = requests.get(f"{volume_url}/", timeout=60)
+    (into / "cinder29_versions.json").write_text(json.dumps({
+        "request": root.url, "status": root.status_code,
+        "content_type": root.headers.get("Content-Type"), "body": root.json()}, indent=2))
+
+
 def project_of(clouds_yaml: Path, entry: str) -> str:
     session = os_config.OpenStackConfig(config_files=[str(clouds_yaml)]).get_one(
         entry).get_session()
@@ -307,6 +339,7 @@ def test_tally_against_real_cinder(real_cinder_factory: Any, pg_database: str,
                                            "migration_policy": "never"}})
         client.settled(kept, volume_type=fast["name"])
         collected = client.create(f"collected-{tag}", 1)
+        capture_answers(client, cinder.volume_url, tmp_path / "api-answers")
         client.delete(collected)
         cinder.call("mute", name=f"missed-create-{tag}")
         missed_create = client.create(f"missed-create-{tag}", 3)
