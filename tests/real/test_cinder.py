@@ -327,6 +327,8 @@ def test_tally_against_real_cinder(real_cinder_factory: Any, pg_database: str,
         assert baseline["stats"]["created"] == 0, baseline
 
         client = CinderClient(clouds_yaml, ADMIN_ENTRY, cinder.volume_url)
+        # No token, no identity: cinder's own CinderKeystoneContext answers 401.
+        assert requests.get(f"{client.url}/volumes/detail", timeout=60).status_code == 401
         fast = client.request("POST", "/types", 200, json={
             "volume_type": {"name": f"fast-{tag}", "extra_specs": {}}})["volume_type"]
         # A sync stores the new type's name (ingest then books the retype's type id by
@@ -383,6 +385,8 @@ def test_tally_against_real_cinder(real_cinder_factory: Any, pg_database: str,
                 found.update({e["event_id"]: e for e in events if e["source"] == "collector"})
             return found
 
+        type_names = {t["id"]: t["name"] for t in client.request(
+            "GET", "/types", 200, params={"is_public": "None"})["volume_types"]}
         wait_until(lambda: len(stored_by_collector()) >= len(expected), 120,
                    f"the collector to store {len(expected)} events")
         stored = stored_by_collector()
@@ -392,6 +396,11 @@ def test_tally_against_real_cinder(real_cinder_factory: Any, pg_database: str,
             assert {k: event[k] for k in ("event_type", "resource_id", "project_id")} == \
                 {k: want[k] for k in ("event_type", "resource_id", "project_id")}
             assert parse_timestamp(event["timestamp"]) == parse_timestamp(want["timestamp"])
+            # ingest books a volume's type by the name the sync stored for its id
+            booked = dict(want["payload"])
+            if "size" in booked:
+                booked["size"] = {**booked["size"], "type": type_names[booked["size"]["type"]]}
+            assert event["payload"] == booked, event_id
 
         before_sync = dt.datetime.now(dt.UTC)
         runs = _sync_until_settled(reporting)
