@@ -73,8 +73,10 @@ def _str_time(t: float) -> str:
     return str(to_datetime(t).replace(tzinfo=None))
 
 
-def _iso(t: float | None) -> str | None:
-    return None if t is None else to_datetime(t).strftime("%Y-%m-%dT%H:%M:%S.%f")
+def _cinder_time(t: float | None) -> str | None:
+    """cinder 29's ``_usage_from_volume`` instants: ``isoformat()`` of an aware UTC
+    datetime (``2026-12-02T18:34:45.641999+00:00``)."""
+    return None if t is None else to_datetime(t).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
 def _glance_time(t: float | None) -> str | None:
@@ -187,13 +189,18 @@ def _volume(res: Resource, phase: Phase, event_type: str) -> dict[str, Any]:
         "volume_id": res.id,
         "volume_type": VOLUME_TYPES[type_index].id,  # the id, not the name
         "display_name": res.name,
-        "launched_at": _iso(res.ready_at) if res.ready_at <= phase.at else "",
-        "created_at": _iso(res.created_at),
+        "launched_at": _cinder_time(res.ready_at) if res.ready_at <= phase.at else "",
+        "created_at": _cinder_time(res.created_at),
         "size": size_gb,
         "snapshot_id": None,
-        "status": "deleting" if event_type.startswith("volume.delete") else phase.status,
+        # cinder 29: volume.delete.start while deleting, volume.delete.end once deleted
+        "status": {"volume.delete.start": "deleting",
+                   "volume.delete.end": "deleted"}.get(event_type, phase.status),
         "replication_status": None,
-        "metadata": {},
+        "replication_extended_status": None,
+        "replication_driver_data": None,
+        # a list (cinder's volume_metadata rows), empty here as in cinder 29's payloads
+        "metadata": [],
         "volume_attachment": attachments,
     }
 

@@ -58,7 +58,10 @@ def _v3(base: str) -> dict[str, Any]:
     return {"id": "v3.0", "status": "CURRENT", "version": f"{MAX_VERSION[0]}.{MAX_VERSION[1]}",
             "min_version": "3.0",
             "updated": "2023-08-31T00:00:00Z",
-            "links": [{"rel": "self", "href": f"{base}/volume/v3/"}],
+            # cinder 29's order: describedby (its docs), then self.
+            "links": [{"rel": "describedby", "type": "text/html",
+                       "href": "https://docs.openstack.org/"},
+                      {"rel": "self", "href": f"{base}/volume/v3/"}],
             "media-types": [{"base": "application/json",
                              "type": "application/vnd.openstack.volume+json;version=3"}]}
 

@@ -59,6 +59,10 @@ NOVA34_SERVER = "8a8d2b3f-ed31-4d3b-a1a6-a9eb16460506"
 NOVA34_PROJECT = "6f70656e737461636b20342065766572"
 CID = "compute.instance.delete.end"
 
+CINDER29_VOLUME = "9c304044-a0c8-4d96-997d-56b8b58c1f40"
+CINDER29_PROJECT = "64961c0158044666ad60f36482a5f8b3"
+CINDER29_DEFAULT_TYPE = "924867b6-1d97-40a0-9649-a7b713a4e8e7"
+
 GLANCE33_IMAGE = "c2bbf24a-fe7b-4c2f-9caf-9b9b0fd0e121"
 GLANCE33_OWNER = "885d6f33e40c4fc4a158fb57a6e04b64"
 
@@ -207,6 +211,24 @@ EXPECTED: dict[str, dict[str, Any] | None] = {
     "compute.instance.delete.end_nova34.json": _event(
         "f064bb45-720b-45e5-8dcd-de1166885d46", CID, "instance", NOVA34_SERVER,
         NOVA34_PROJECT, "2026-12-02T07:22:02.903027Z", CID),
+    # cinder 29 (tests/real), listener shape: the type is its id, dated at the send time
+    "volume.create.end_cinder29.json": _event(
+        "5f57a895-ddaf-4354-b204-496fd8d4b388", "volume.create.end", "volume",
+        CINDER29_VOLUME, CINDER29_PROJECT, "2026-12-02T18:37:17.971227Z",
+        "volume.create.end", "available", {"size_gb": 1, "type": CINDER29_DEFAULT_TYPE}),
+    "volume.resize.end_cinder29.json": _event(
+        "beb032ec-5021-44d7-ba63-db946188a72c", "volume.resize.end", "volume",
+        CINDER29_VOLUME, CINDER29_PROJECT, "2026-12-02T18:37:18.441357Z",
+        "volume.resize.end", "available", {"size_gb": 2, "type": CINDER29_DEFAULT_TYPE}),
+    "volume.retype_cinder29.json": _event(
+        "e2e24f15-99ac-4bd6-8294-a1516234b55f", "volume.retype", "volume",
+        CINDER29_VOLUME, CINDER29_PROJECT, "2026-12-02T18:37:19.062553Z",
+        "volume.retype", "available",
+        {"size_gb": 2, "type": "cb1a23cb-00dc-47a9-bc4b-f687d94c8176"}),
+    "volume.delete.end_cinder29.json": _event(
+        "fc235dff-e339-450a-a708-48b118ad692f", "volume.delete.end", "volume",
+        "e3a156b8-8441-4248-b078-866d6dc0356c", CINDER29_PROJECT,
+        "2026-12-02T18:37:20.404922Z", "volume.delete.end"),
     # glance 33 (tests/real), listener shape: only the upload and the delete book
     "image.create_glance33.json": None,
     "image.update_glance33.json": None,
