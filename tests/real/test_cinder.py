@@ -19,16 +19,8 @@ it, at its poll).  The end state equals cinder's own rows.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import fcntl
-import hashlib
 import json
-import os
-import queue
-import subprocess
-import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -46,7 +38,7 @@ from simcloud.clouds_yaml import ADMIN_ENTRY
 from simcloud.config import WorldConfig
 from simcloud.server import SimCloudServer
 from tests.e2e.harness import Collector, Reporting, wait_until
-from tests.real.conftest import _tail, build_venv, cache_dir
+from tests.real.service_process import ServiceProcess, service_python, venv_path
 from tests.real.test_nova import Witness
 
 HERE = Path(__file__).resolve().parent
@@ -60,94 +52,25 @@ SETTLE_S = 2.0
 SCRIPT_VERSION = "volume 3.0"
 
 
-def cinder_venv_path() -> Path:
-    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()[:10]
-    version = f"py{sys.version_info.major}.{sys.version_info.minor}"
-    return cache_dir() / f"cinder-29-{version}-{digest}"
-
-
 @pytest.fixture(scope="session")
 def cinder_python() -> Path:
     """The python of the cinder virtualenv, built on first use (one builder at a time)."""
-    venv = cinder_venv_path()
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    marker = venv / ".tally-complete"
-    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not marker.exists():
-            build_venv(venv, venv.parent / f"{venv.name}.log", REQUIREMENTS)
-            marker.write_text(REQUIREMENTS.read_text())
-    python = venv / "bin" / "python"
-    check = subprocess.run([str(python), "-c", "import cinder.tests.fake_driver"],
-                           capture_output=True, text=True, timeout=300, check=False,
-                           env={**os.environ, "OS_CINDER_DISABLE_EVENTLET_PATCHING": "true"})
-    if check.returncode != 0:
-        pytest.fail(f"the cinder virtualenv {venv} cannot import cinder's fake driver "
-                    f"(remove it to rebuild):\n{check.stderr[-4000:]}")
-    return python
+    return service_python("cinder", venv_path("cinder-29", REQUIREMENTS), REQUIREMENTS,
+                          "cinder.tests.fake_driver",
+                          env={"OS_CINDER_DISABLE_EVENTLET_PATCHING": "true"})
 
 
-class RealCinder:
+class RealCinder(ServiceProcess):
     """One cinder_driver.py process: cinder's services, its API on a loopback port."""
 
     def __init__(self, python: Path, workdir: Path, transport_url: str, identity_url: str,
                  exchange: str) -> None:
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.log = workdir / "cinder.log"
-        self._stderr = open(self.log, "w")  # noqa: SIM115 - kept by the process
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL"))}
-        self.proc = subprocess.Popen(
-            [str(python), str(DRIVER), "--workdir", str(workdir), "--transport-url",
-             transport_url, "--identity-url", identity_url, "--exchange", exchange],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            text=True, env=env, cwd=workdir)
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        ready = self._next(START_TIMEOUT_S, "cinder's services to start")
-        if "ready" not in ready:
-            pytest.fail(f"cinder did not start: {ready}\n{_tail(self.log)}")
-        self.volume_url: str = ready["ready"]["volume_url"]
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def _next(self, timeout: float, what: str) -> dict[str, Any]:
-        try:
-            line = self._lines.get(timeout=timeout)
-        except queue.Empty:
-            pytest.fail(f"no answer from cinder after {timeout}s waiting for {what}:\n"
-                        f"{_tail(self.log)}")
-        if line is None:
-            self.proc.wait(30)
-            pytest.fail(f"cinder exited ({self.proc.returncode}) waiting for {what}:\n"
-                        f"{_tail(self.log)}")
-        answer: dict[str, Any] = json.loads(line)
-        if "fatal" in answer:
-            pytest.fail(f"cinder failed waiting for {what}:\n{answer['fatal']}")
-        return answer
-
-    def call(self, op: str, **args: Any) -> Any:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"op": op, **args}) + "\n")
-        self.proc.stdin.flush()
-        answer = self._next(COMMAND_TIMEOUT_S, f"{op} {args}")
-        if "error" in answer:
-            raise AssertionError(f"cinder driver refused {op}: {answer['error']}")
-        return answer["ok"]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(OSError, AssertionError, pytest.fail.Exception):
-                self.call("quit")
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._stderr.close()
+        super().__init__("cinder", python, DRIVER,
+                         ["--workdir", str(workdir), "--transport-url", transport_url,
+                          "--identity-url", identity_url, "--exchange", exchange],
+                         workdir, starting="cinder's services to start",
+                         start_timeout=START_TIMEOUT_S, command_timeout=COMMAND_TIMEOUT_S)
+        self.volume_url: str = self.ready["volume_url"]
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.real.conftest import RealNova, build_venv
+from tests.real.conftest import RealNova
+from tests.real.service_process import build_venv
 
 
 def test_an_install_pip_cannot_do_fails_with_pips_words(tmp_path: Path) -> None:

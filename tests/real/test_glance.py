@@ -18,16 +18,8 @@ absence pass must delete it, at its poll).  The end state equals glance's own ro
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import fcntl
-import hashlib
 import json
-import os
-import queue
-import subprocess
-import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -45,7 +37,7 @@ from simcloud.clouds_yaml import ADMIN_ENTRY
 from simcloud.config import WorldConfig
 from simcloud.server import SimCloudServer
 from tests.e2e.harness import Collector, Reporting, wait_until
-from tests.real.conftest import _tail, build_venv, cache_dir
+from tests.real.service_process import ServiceProcess, service_python, venv_path
 from tests.real.test_nova import Witness
 
 HERE = Path(__file__).resolve().parent
@@ -59,93 +51,24 @@ GIB = 1024**3
 PATCH = "application/openstack-images-v2.1-json-patch"
 
 
-def glance_venv_path() -> Path:
-    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()[:10]
-    version = f"py{sys.version_info.major}.{sys.version_info.minor}"
-    return cache_dir() / f"glance-33-{version}-{digest}"
-
-
 @pytest.fixture(scope="session")
 def glance_python() -> Path:
     """The python of the glance virtualenv, built on first use (one builder at a time)."""
-    venv = glance_venv_path()
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    marker = venv / ".tally-complete"
-    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not marker.exists():
-            build_venv(venv, venv.parent / f"{venv.name}.log", REQUIREMENTS)
-            marker.write_text(REQUIREMENTS.read_text())
-    python = venv / "bin" / "python"
-    check = subprocess.run([str(python), "-c", "import glance.common.wsgi_app"],
-                           capture_output=True, text=True, timeout=300, check=False)
-    if check.returncode != 0:
-        pytest.fail(f"the glance virtualenv {venv} cannot import glance "
-                    f"(remove it to rebuild):\n{check.stderr[-4000:]}")
-    return python
+    return service_python("glance", venv_path("glance-33", REQUIREMENTS), REQUIREMENTS,
+                          "glance.common.wsgi_app")
 
 
-class RealGlance:
+class RealGlance(ServiceProcess):
     """One glance_driver.py process: glance-api on a loopback port."""
 
     def __init__(self, python: Path, workdir: Path, transport_url: str, identity_url: str,
                  exchange: str) -> None:
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.log = workdir / "glance.log"
-        self._stderr = open(self.log, "w")  # noqa: SIM115 - kept by the process
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL"))}
-        self.proc = subprocess.Popen(
-            [str(python), str(DRIVER), "--workdir", str(workdir), "--transport-url",
-             transport_url, "--identity-url", identity_url, "--exchange", exchange],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            text=True, env=env, cwd=workdir)
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        ready = self._next(START_TIMEOUT_S, "glance-api to start")
-        if "ready" not in ready:
-            pytest.fail(f"glance did not start: {ready}\n{_tail(self.log)}")
-        self.image_url: str = ready["ready"]["image_url"]
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def _next(self, timeout: float, what: str) -> dict[str, Any]:
-        try:
-            line = self._lines.get(timeout=timeout)
-        except queue.Empty:
-            pytest.fail(f"no answer from glance after {timeout}s waiting for {what}:\n"
-                        f"{_tail(self.log)}")
-        if line is None:
-            self.proc.wait(30)
-            pytest.fail(f"glance exited ({self.proc.returncode}) waiting for {what}:\n"
-                        f"{_tail(self.log)}")
-        answer: dict[str, Any] = json.loads(line)
-        if "fatal" in answer:
-            pytest.fail(f"glance failed waiting for {what}:\n{answer['fatal']}")
-        return answer
-
-    def call(self, op: str, **args: Any) -> Any:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"op": op, **args}) + "\n")
-        self.proc.stdin.flush()
-        answer = self._next(COMMAND_TIMEOUT_S, f"{op} {args}")
-        if "error" in answer:
-            raise AssertionError(f"glance driver refused {op}: {answer['error']}")
-        return answer["ok"]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(OSError, AssertionError, pytest.fail.Exception):
-                self.call("quit")
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._stderr.close()
+        super().__init__("glance", python, DRIVER,
+                         ["--workdir", str(workdir), "--transport-url", transport_url,
+                          "--identity-url", identity_url, "--exchange", exchange],
+                         workdir, starting="glance-api to start",
+                         start_timeout=START_TIMEOUT_S, command_timeout=COMMAND_TIMEOUT_S)
+        self.image_url: str = self.ready["image_url"]
 
 
 @pytest.fixture
