@@ -54,7 +54,16 @@ class _BillingList(_TallyCommand, Lister):
         # "table": the functions answering raw bytes for csv/json answer rows instead.
         request = argparse.Namespace(**{**vars(parsed_args), "format": "table"})
         output = _ask(type(self).fetch, self.client(), request)
+        self._footer = output.footer
         return _table(output, parsed_args)
+
+    def produce_output(self, parsed_args: argparse.Namespace, column_names: Any,
+                       data: Any) -> int:
+        code: int = super().produce_output(parsed_args, column_names, data)
+        # Under a table only, as `tally` prints it (an export's cloud, close and count).
+        if parsed_args.formatter == "table" and self._footer:
+            self.app.stdout.write(self._footer + "\n")
+        return code
 
 
 class ListAccount(_BillingList):
