@@ -5,15 +5,22 @@ project, a credit booked on it, then November closed."""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
+from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
 
+from reporting.db.handoff_models import WebhookAttempt, WebhookDelivery
+from tests.conftest import sqlite_copy
 from tests.functional.billing.history import PRICES
-from tests.functional.openstack.cloud import KeystoneCloud
+from tests.functional.openstack.cloud import KeystoneCloud, keystone_cloud
 from tests.functional.openstack.test_openstack_plugin import openstack
 
 MONTH = "2026-11"
@@ -26,8 +33,35 @@ def _post(cloud: KeystoneCloud, token: str, path: str, body: dict[str, Any]) -> 
     return response.json()
 
 
+def _failed_delivery(url: str) -> None:
+    """A webhook delivery of the close that failed once (no webhook is configured here,
+    so the close queued none): what an operator looks at with ``delivery list``."""
+    at = dt.datetime(2026, 12, 1, 3, 0, 0)
+    engine = create_engine(url)
+    with Session(engine) as session, session.begin():
+        delivery = WebhookDelivery(cloud="sim", period=MONTH, event="period.closed",
+                                   body="{}", created_at=at, status="failed", attempts=1,
+                                   retry_from=0, next_attempt_at=at)
+        session.add(delivery)
+        session.flush()
+        session.add(WebhookAttempt(delivery_id=delivery.id, number=1, attempted_at=at,
+                                   status_code=None, error="connection refused"))
+    engine.dispose()
+
+
 @pytest.fixture(scope="module")
-def billed(sqlite_cloud: KeystoneCloud) -> KeystoneCloud:
+def billing_cloud(tmp_path_factory: pytest.TempPathFactory,
+                  sqlite_migrated_template: Path) -> Iterator[tuple[KeystoneCloud, str]]:
+    """A keystone cloud and tally-reporting of this module's own, with its database URL."""
+    workdir = tmp_path_factory.mktemp("billing-cloud")
+    url = sqlite_copy(sqlite_migrated_template, workdir / "tally.sqlite")
+    with keystone_cloud(url, workdir) as cloud:
+        yield cloud, url
+
+
+@pytest.fixture(scope="module")
+def billed(billing_cloud: tuple[KeystoneCloud, str]) -> KeystoneCloud:
+    sqlite_cloud, url = billing_cloud
     admin = sqlite_cloud.token("admin")
     _post(sqlite_cloud, admin, "/v1/accounts", {"account_id": "acme", "description": "Acme"})
     _post(sqlite_cloud, admin, "/v1/accounts/acme/memberships",
@@ -42,6 +76,7 @@ def billed(sqlite_cloud: KeystoneCloud) -> KeystoneCloud:
            "reason": "outage", "effective_at": "2026-11-20T12:00:00Z"})
     _post(sqlite_cloud, admin, f"/v1/periods/sim/{MONTH}/close",
           {"accept_unrated_lines": True, "accept_partial_history": True})
+    _failed_delivery(url)
     return sqlite_cloud
 
 
@@ -131,6 +166,8 @@ def test_period_list_and_export(billed: KeystoneCloud) -> None:
                             "adjustments_total", "total", "unrated_lines"}
     done = openstack(billed, "sim-auditor", "period", "export", "sim", MONTH)
     assert done.returncode == 0 and f"| {billed.member_project} " in done.stdout
+    closed_at = periods[MONTH]["closed_at"]
+    assert done.stdout.splitlines()[-1] == f"sim {MONTH} closed at {closed_at}: 2 statement(s)"
     done = openstack(billed, "sim-member", "period", "export", "sim", MONTH)
     assert done.returncode == 1 and "403 forbidden" in done.stderr
     done = openstack(billed, "sim-auditor", "period", "export", "sim", "2026-12")
@@ -141,9 +178,15 @@ def test_period_list_and_export(billed: KeystoneCloud) -> None:
 def test_delivery_list(billed: KeystoneCloud) -> None:
     done = openstack(billed, "sim-admin", "delivery", "list", "sim", MONTH, "-f", "json")
     assert done.returncode == 0, done.stderr
-    deliveries = json.loads(done.stdout)
-    assert isinstance(deliveries, list)
+    (delivery,) = json.loads(done.stdout)
+    assert (delivery["event"], delivery["status"], delivery["attempts"],
+            delivery["delivered_at"]) == ("period.closed", "failed", 1, None)
+    assert delivery["last_attempt"] == "2026-12-01T03:00:00.000000Z connection refused"
+    done = openstack(billed, "sim-admin", "delivery", "list", "sim", MONTH)
+    assert done.returncode == 0, done.stderr
+    assert "| period.closed |" in done.stdout and "None" not in done.stdout
     done = openstack(billed, "sim-admin", "delivery", "list", "sim", MONTH, "-f", "csv")
-    assert done.returncode == 0 and done.stdout.startswith('"id","event","status"')
+    (row,) = list(csv.DictReader(io.StringIO(done.stdout)))
+    assert (row["status"], row["delivered_at"]) == ("failed", "-")
     done = openstack(billed, "sim-auditor", "delivery", "list", "sim", MONTH)
     assert done.returncode == 1 and "403 forbidden" in done.stderr
