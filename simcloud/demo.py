@@ -32,6 +32,7 @@ from oslo_config import cfg
 from werkzeug.serving import make_server
 
 from mapping.event import format_timestamp
+from simcloud.demo_handoff import HandOff, InvoicingReceiver
 from tally_common.logs import command_line_logging
 
 LOG = logging.getLogger("tally-demo")
@@ -88,6 +89,8 @@ class Demo:
         self._transport: Any = None
         self._app: Any = None
         self.syncs: list[dict[str, Any]] = []
+        self.webhook_secret = secrets.token_urlsafe(24)
+        self.receiver: Any = None  # the invoicing system the close's webhook reaches
         self.notes: dict[str, int] = {"generated": 0, "lost": 0, "duplicated": 0, "sent": 0}
 
     # --- set-up -------------------------------------------------------------------
@@ -121,6 +124,11 @@ class Demo:
         conf.set_override("auth_strategy", "token", group="api")
         conf.set_override("tokens_file", str(self.workdir / "tokens.yaml"), group="api")
         conf.set_override("clouds_file", str(self.workdir / "tally-clouds.yaml"), group="sync")
+        # The month's close posts its signed notice to a local invoicing receiver.
+        self.receiver = InvoicingReceiver(self.webhook_secret)
+        conf.set_override("webhook_url", self.receiver.url, group="handoff")
+        conf.set_override("webhook_secret", self.webhook_secret, group="handoff")
+        conf.set_override("poll_interval_s", 0.5, group="handoff")
         migrations.upgrade(conf)
         app = create_app(conf)
         self._app = app
@@ -326,7 +334,7 @@ class Demo:
             print(f"  {resource_type:<13} {have:>6} {want:>6} {bad:>6}")
         self._print_lifecycle()
         self._print_usage()
-        billing_ok = self._bill()
+        billing_ok = self._bill() and self._hand_off()
         print()
         if unsettled:
             print(f"Not compared: {len(unsettled)} resources still in transition at the end "
@@ -339,7 +347,8 @@ class Demo:
                 print("  " + line)
             return 1
         if not billing_ok:
-            print("RESULT: Tally's statements differ from the amounts billed from the truth")
+            print("RESULT: Tally's statements differ from the amounts billed from the truth, "
+                  "or the month's hand-off failed")
             return 1
         resources = sum(c[1] for c in per_type.values()) - len(unsettled)
         print(f"RESULT: Tally's projection equals the simulated cloud's truth "
@@ -411,9 +420,21 @@ class Demo:
             print("  " + line)
         return not check.problems
 
+    def _hand_off(self) -> bool:
+        """Close the month and hand it off (``simcloud.demo_handoff``): an account with
+        a credit, the close, the signed webhook and the export."""
+        from reporting.billing import periods
+        from reporting.clock import utcnow
+
+        period = periods.containing(self.sim.world.config.start.replace(tzinfo=None))
+        period_start, period_end = periods.parse(period)
+        return HandOff(self.api_url, self.admin_token, self.args.cloud, self.workdir,
+                       self.receiver).run(period, period_start, period_end, utcnow())
+
     def stop(self) -> None:
         for stopper in (getattr(self.collector, "stop", None), getattr(self.sim, "stop", None),
-                        getattr(self._http, "shutdown", None)):
+                        getattr(self._http, "shutdown", None),
+                        getattr(self.receiver, "stop", None)):
             if stopper is not None:
                 try:
                     stopper()

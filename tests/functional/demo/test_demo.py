@@ -9,6 +9,9 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+HANDED_OFF = ("webhook period.closed received by the invoicing receiver, signature "
+              "verified; its statements match the export")
+
 
 def _run_demo(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -25,6 +28,12 @@ def test_demo_on_embedded_defaults(tmp_path: Path) -> None:
     assert "RESULT: Tally's projection equals the simulated cloud's truth" in result.stdout
     assert "the last sync booked 0 corrections" in result.stdout
     assert (tmp_path / "demo" / "tally.sqlite").exists()
+    # The month's hand-off (the simulated month, November 2026, has ended).
+    assert "credits and charges -5.00" in result.stdout
+    assert "(as computed by hand)" in result.stdout
+    assert HANDED_OFF in result.stdout, result.stdout
+    exported = (tmp_path / "demo" / "statements-sim-2026-11.csv").read_text()
+    assert exported.splitlines()[0].startswith("number,project_id,currency,record")
 
 
 def test_demo_on_rabbitmq_and_postgresql(tmp_path: Path, rabbit_url: str, pg_database: str) -> None:
@@ -34,9 +43,12 @@ def test_demo_on_rabbitmq_and_postgresql(tmp_path: Path, rabbit_url: str, pg_dat
     assert result.returncode == 0, result.stdout + result.stderr
     assert "transport rabbit://" in result.stdout
     assert "RESULT: Tally's projection equals the simulated cloud's truth" in result.stdout
+    assert HANDED_OFF in result.stdout, result.stdout
     engine = sa.create_engine(pg_database)
     with engine.connect() as conn:
         assert conn.scalar(sa.text("SELECT count(*) FROM events")) > 0
+        assert conn.scalar(sa.text(
+            "SELECT count(*) FROM webhook_deliveries WHERE status = 'delivered'")) == 1
     engine.dispose()
 
 

@@ -1,0 +1,161 @@
+"""The demo's last step: the simulated month billed to an account and handed off.
+
+After the statements are checked against the truth (``simcloud.billing_check``), the
+demo does what an operator does at a month's end, all through the Reporting API:
+
+- a billing account holding one project of the month, with a credit booked by hand;
+- the close of the month (accepting, explicitly, that Tally's history of the simulated
+  cloud begins inside it, and unrated lines if the statements show some);
+- the signed ``period.closed`` webhook, received by a local "invoicing system" that
+  checks the HMAC-SHA256 signature of the bytes it received;
+- the export of the closed statements (CSV) into the workdir.
+
+Each step is checked: the account's total is its projects' subtotal plus the credit,
+the webhook lists the same statement numbers as the export, and the signature holds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import http.server
+import json
+import threading
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from mapping.event import format_timestamp
+
+ACCOUNT = "demo-account"
+CREDIT = "5.00"
+WEBHOOK_WAIT_S = 60.0
+
+
+class InvoicingReceiver:
+    """A local HTTP receiver of the close's webhook: keeps each POST whose signature
+    is the HMAC-SHA256 of its body with the shared secret, counts the others."""
+
+    def __init__(self, secret: str) -> None:
+        self.secret = secret.encode()
+        self.received: list[dict[str, Any]] = []
+        self.bad_signatures = 0
+        self._arrived = threading.Event()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                expected = "sha256=" + hmac.new(receiver.secret, body,
+                                                hashlib.sha256).hexdigest()
+                if hmac.compare_digest(self.headers.get("X-Tally-Signature", ""), expected):
+                    receiver.received.append(json.loads(body))
+                    receiver._arrived.set()
+                    self.send_response(204)
+                else:
+                    receiver.bad_signatures += 1
+                    self.send_response(401)
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass  # the demo's output is its summary
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/tally-webhook"
+        threading.Thread(target=self._server.serve_forever, name="invoicing-receiver",
+                         daemon=True).start()
+
+    def wait(self, timeout: float) -> bool:
+        return self._arrived.wait(timeout)
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class HandOff:
+    """The month's close and hand-off against the API at ``api_url``."""
+
+    def __init__(self, api_url: str, token: str, cloud: str, workdir: Path,
+                 receiver: InvoicingReceiver) -> None:
+        self.api_url = api_url
+        self.cloud = cloud
+        self.workdir = workdir
+        self.receiver = receiver
+        self._headers = {"Authorization": f"Bearer {token}"}
+
+    def _send(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+        response = requests.request(method, f"{self.api_url}{path}", json=body,
+                                    params=params, headers=self._headers, timeout=120)
+        if response.status_code >= 400:
+            raise RuntimeError(f"{method} {path}: HTTP {response.status_code}: "
+                               f"{response.text[:300]}")
+        return response
+
+    def run(self, period: str, period_start: dt.datetime, period_end: dt.datetime,
+            now: dt.datetime) -> bool:
+        """Print the steps; True when every check held (or the month has not ended)."""
+        print()
+        if now < period_end:
+            print(f"Hand-off of {period}: not closed, the month ends at "
+                  f"{format_timestamp(period_end)}")
+            return True
+        summaries = self._send("GET", "/v1/statements", cloud=self.cloud, period=period,
+                               limit=1000).json()["items"]
+        billed = [item for item in summaries if Decimal(item["subtotal"]) > 0]
+        if not billed:
+            print(f"Hand-off of {period}: nothing billed, nothing to hand off")
+            return True
+        project = billed[0]["project_id"]
+        self._account(project, period, period_start)
+        account = self._send("GET", f"/v1/accounts/{ACCOUNT}/statement",
+                             period=period).json()
+        totals = account["totals"][0]
+        expected = Decimal(billed[0]["subtotal"]) + Decimal(billed[0]["adjustments_total"]) \
+            - Decimal(CREDIT)
+        account_ok = Decimal(totals["total"]) == expected
+        print(f"Hand-off of {period}:")
+        print(f"  account {ACCOUNT} (project {project}): subtotal {totals['subtotal']}, "
+              f"credits and charges {totals['manual_total']}, total {totals['total']} "
+              f"{totals['currency']} ({'as computed by hand' if account_ok else 'WRONG'})")
+        unrated = sum(item["unrated_lines"] for item in summaries)
+        closed = self._send("POST", f"/v1/periods/{self.cloud}/{period}/close", {
+            "accept_partial_history": True, "accept_unrated_lines": unrated > 0}).json()
+        print(f"  closed at {closed['closed_at']}, accepting a history begun at "
+              f"{closed['accepted_partial_history_from']}"
+              + (f" and {unrated} unrated line(s)" if unrated else ""))
+        export = self._send("GET", f"/v1/periods/{self.cloud}/{period}/export",
+                            format="json").json()
+        numbers = [statement["number"] for statement in export["statements"]]
+        csv_path = self.workdir / f"statements-{self.cloud}-{period}.csv"
+        csv_path.write_bytes(self._send("GET", f"/v1/periods/{self.cloud}/{period}/export",
+                                        format="csv").content)
+        print(f"  exported {len(numbers)} numbered statements ({numbers[0]}..{numbers[-1]}) "
+              f"to {csv_path}")
+        return self._webhook(numbers) and account_ok
+
+    def _account(self, project: str, period: str, period_start: dt.datetime) -> None:
+        self._send("POST", "/v1/accounts", {"account_id": ACCOUNT,
+                                            "description": "the demo's customer"})
+        self._send("POST", f"/v1/accounts/{ACCOUNT}/memberships", {
+            "cloud": self.cloud, "project_id": project,
+            "effective_from": format_timestamp(period_start)})
+        self._send("POST", f"/v1/accounts/{ACCOUNT}/lines", {
+            "kind": "credit", "cloud": self.cloud, "period": period, "amount": CREDIT,
+            "reason": "demo: a goodwill credit for an outage",
+            "effective_at": format_timestamp(period_start + dt.timedelta(days=1))})
+
+    def _webhook(self, numbers: list[int]) -> bool:
+        if not self.receiver.wait(WEBHOOK_WAIT_S):
+            print(f"  webhook: nothing received within {WEBHOOK_WAIT_S:g}s (NO)")
+            return False
+        notice = self.receiver.received[0]
+        same = [s["number"] for s in notice["statements"]] == numbers
+        print(f"  webhook {notice['event']} received by the invoicing receiver, signature "
+              f"verified; its statements {'match' if same else 'DO NOT match'} the export"
+              + (f"; {self.receiver.bad_signatures} bad signature(s)"
+                 if self.receiver.bad_signatures else ""))
+        return same and not self.receiver.bad_signatures
