@@ -87,6 +87,15 @@ class Clock:
         return self.at
 
 
+def _worker(conf: Any, factory: sessionmaker[Session],
+            row: WebhookDelivery) -> tuple[delivery.Deliverer, Clock]:
+    """A delivery worker (driven by hand) on a clock standing at ``row``'s creation."""
+    clock = Clock(row.created_at)
+    config = delivery.settings(conf)
+    assert config is not None
+    return delivery.Deliverer(factory, config, clock=clock), clock
+
+
 def test_a_close_notifies_signed_and_retries_with_backoff(
         hooked: tuple[Flask, Receiver]) -> None:
     app, receiver = hooked
@@ -98,10 +107,7 @@ def test_a_close_notifies_signed_and_retries_with_backoff(
         "c1", "2026-10", "period.closed", "pending", 0)
     summaries = client.get("/v1/statements?cloud=c1&period=2026-10",
                            headers=READ).get_json()["items"]
-    clock = Clock(row.created_at)
-    config = delivery.settings(app.config["TALLY_CONF"])
-    assert config is not None
-    worker = delivery.Deliverer(factory, config, clock=clock)
+    worker, clock = _worker(app.config["TALLY_CONF"], factory, row)
     assert worker.run_once() == 1  # 500
     assert worker.run_once() == 0  # not due before retry_base_s
     clock.at += dt.timedelta(seconds=9.999)
@@ -172,10 +178,7 @@ def test_the_backoff_is_capped_and_a_delivery_fails_after_max_attempts(
             _october(client, factory)
             _close(client)
             (row,) = _deliveries(factory)
-            clock = Clock(row.created_at)
-            config = delivery.settings(conf)
-            assert config is not None
-            worker = delivery.Deliverer(factory, config, clock=clock)
+            worker, clock = _worker(conf, factory, row)
             before = {result: _attempts_counted(result) for result in ("retried", "failed")}
             made = 0
             for _step in range(20):  # 100 s in steps of 5 s
@@ -446,10 +449,7 @@ def test_redeliver_starts_a_new_round(make_conf: ConfFactory, db_url: str) -> No
             _october(client, factory)
             _close(client)
             (row,) = _deliveries(factory)
-            clock = Clock(row.created_at)
-            config = delivery.settings(conf)
-            assert config is not None
-            worker = delivery.Deliverer(factory, config, clock=clock)
+            worker, clock = _worker(conf, factory, row)
             assert worker.run_once() == 1
             clock.at += dt.timedelta(seconds=10)
             assert worker.run_once() == 1
