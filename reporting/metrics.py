@@ -8,8 +8,10 @@ say how they aggregate (``multiprocess_mode``).
 
 from __future__ import annotations
 
+import glob
 import os
 import platform
+from collections.abc import Iterable
 from importlib import metadata
 
 from prometheus_client import (
@@ -22,6 +24,7 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client import multiprocess as prometheus_multiprocess
+from prometheus_client.metrics_core import Metric
 
 INGEST_EVENTS = Counter(
     "tally_ingest_events",
@@ -106,6 +109,32 @@ def exposition() -> tuple[bytes, str]:
     """The metrics text of this process, or of every worker under multiprocess mode."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
-        prometheus_multiprocess.MultiProcessCollector(registry)
+        SettledFilesCollector(registry)
         return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+class SettledFilesCollector(prometheus_multiprocess.MultiProcessCollector):
+    """Every worker's values, leaving out the files a worker is creating right now.
+
+    prometheus_client creates a worker's file and only then sizes it, so a scrape
+    that lists the directory at that instant finds a 0-byte file, and the stock
+    collector fails the whole scrape on it (prometheus/client_python#1199): /metrics
+    answered 500 whenever a worker served its first request of a metric during a
+    scrape.  A file shorter than its 8-byte header holds no value yet (the next
+    scrape reads it), so it is left out; any other unreadable file still fails.
+    """
+
+    def collect(self) -> Iterable[Metric]:
+        files = []
+        for path in glob.glob(os.path.join(self._path, "*.db")):
+            try:
+                if os.path.getsize(path) < _MMAP_HEADER_BYTES:
+                    continue
+            except FileNotFoundError:  # a live gauge's file removed since the listing
+                continue
+            files.append(path)
+        return self.merge(files, accumulate=True)
+
+
+_MMAP_HEADER_BYTES = 8  # prometheus_client's file header: used length + padding
