@@ -95,6 +95,11 @@ def _gunicorn_app(conf: cfg.ConfigOpts, flask_app: Any) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     metrics_dir = tempfile.mkdtemp(prefix="tally-reporting-metrics-")
+    # gunicorn's workers fork inside run() below and leave by SystemExit, which
+    # unwinds through this function's finally in the worker too: only this process
+    # (the master) may remove the directory, or the first worker to exit (a restart,
+    # max_requests, a shutdown) removes every other worker's metrics under them.
+    owner_pid = os.getpid()
     # prometheus_client reads the directory from the environment; put back what was
     # there when main returns, so a caller in the same process (a test, an embedding
     # script) and the processes it starts never inherit a directory removed below.
@@ -161,11 +166,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _gunicorn_app(conf, flask_app).run()
         return 0
     finally:
-        shutil.rmtree(metrics_dir, ignore_errors=True)
-        if previous_metrics_dir is None:
-            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        else:
-            os.environ["PROMETHEUS_MULTIPROC_DIR"] = previous_metrics_dir
+        if os.getpid() == owner_pid:  # not a worker leaving (see owner_pid)
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+            if previous_metrics_dir is None:
+                os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+            else:
+                os.environ["PROMETHEUS_MULTIPROC_DIR"] = previous_metrics_dir
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
+import os
+import signal
+import time
 import uuid
 from pathlib import Path
 
@@ -111,3 +114,47 @@ def test_a_server_that_only_served_queries_shows_build_info_and_requests(
         assert not [route for route, _m, _s in counts if "c1" in route], counts
     finally:
         server.stop()
+
+
+def _children(pid: int) -> set[int]:
+    return {int(child) for child in
+            Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+
+
+def test_a_worker_that_exits_leaves_every_other_workers_metrics(
+        db_url: str, tokens_file: str, tmp_path: Path) -> None:
+    # A worker leaves by SystemExit (a restart, max_requests, a signal): it once
+    # unwound through tally-reporting's clean-up and removed the shared directory.
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    server = start_server(
+        write_config(tmp_path / "reporting.conf", db_url, tokens_file, api={"workers": 2}),
+        tmp_path / "reporting.log", env={"TMPDIR": str(tmp)},
+    )
+    cloud = "metrics-" + uuid.uuid4().hex[:8]
+    stored = 0
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+            for _round in range(50):
+                stored += sum(pool.map(lambda _: _post_one(server.base_url, cloud), range(32)))
+                if len(_worker_files(tmp, server.process.pid)) >= 2:
+                    break
+        workers = _children(server.process.pid)
+        assert len(workers) == 2, workers
+        leaving = min(workers)
+        os.kill(leaving, signal.SIGTERM)
+        # gunicorn starts a replacement; wait for it (bounded, not timed).
+        deadline = time.monotonic() + 120
+        while (leaving in _children(server.process.pid)
+               or len(_children(server.process.pid)) < 2):
+            assert time.monotonic() < deadline, "gunicorn started no replacement worker"
+            time.sleep(0.1)
+        directories = list(tmp.glob("tally-reporting-metrics-*"))
+        assert len(directories) == 1 and directories[0].is_dir(), directories
+        for _ in range(16):
+            stored += _post_one(server.base_url, cloud)
+        for _scrape in range(8):
+            assert _stored(server.base_url, cloud) == stored
+    finally:
+        server.stop()
+    assert "Traceback" not in (tmp_path / "reporting.log").read_text(errors="replace")
