@@ -300,8 +300,7 @@ def get_commitments(account_id: str) -> Any:
         assert isinstance(decoded, dt.datetime)  # the shape asks for one
         after = decoded
     account = _known(account_id)
-    rows = [row for row in commitments.of_account(db_session(), account.account_id)
-            if after is None or row.effective_from > after]
+    rows = commitments.listed(db_session(), account.account_id, after, limit + 1)
     marker = (pagination.encode_marker(_COMMITMENTS_TAG, [rows[limit - 1].effective_from])
               if len(rows) > limit else None)
     return pagination.list_body([commitments.render(row) for row in rows[:limit]], marker)

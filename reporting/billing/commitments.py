@@ -105,6 +105,16 @@ def of_account(session: Session, account: str) -> list[AccountCommitment]:
     return list(session.execute(query).scalars())
 
 
+def listed(session: Session, account: str, after: dt.datetime | None, limit: int
+           ) -> list[AccountCommitment]:
+    """A page of ``account``'s commitments by ``effective_from``, after ``after``."""
+    query = (sa.select(AccountCommitment).where(AccountCommitment.account_id == account)
+             .order_by(AccountCommitment.effective_from).limit(limit))
+    if after is not None:
+        query = query.where(AccountCommitment.effective_from > after)
+    return list(session.execute(query).scalars())
+
+
 def in_force(session: Session, account: str, at: dt.datetime) -> AccountCommitment | None:
     """The commitment of ``account`` in force at ``at``; None when there is none or
     the one in force has a minimum of zero (it ended the one before)."""
