@@ -4,13 +4,16 @@ Adding an account or a membership is ``admin``; reading them and an account's
 statement is ``read`` (a project reader reads its project's statement only).
 ``GET /v1/accounts/{id}/statement?period=P`` answers JSON, or CSV with
 ``Accept: text/csv``.  ``POST /v1/accounts/{id}/lines`` (admin) books a credit, a
-charge or a reversal by hand; ``GET`` lists them (read).  Semantics in
-``docs/statements.md``, "Billing accounts" and "Credits and charges".
+charge or a reversal by hand; ``GET`` lists them (read).
+``POST /v1/accounts/{id}/commitments`` (admin) adds a dated minimum commitment;
+``GET`` lists them (read).  Semantics in ``docs/statements.md``, "Billing accounts",
+"Credits and charges" and "Minimum commitments".
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 from typing import Any
@@ -24,7 +27,14 @@ from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.api.periods import require_known
 from reporting.api.statements import LINE_FIELDS, NUMERIC_FIELDS, neutralised
-from reporting.billing import account_statements, accounts, locks, manual_lines, periods
+from reporting.billing import (
+    account_statements,
+    accounts,
+    commitments,
+    locks,
+    manual_lines,
+    periods,
+)
 from reporting.clock import utcnow
 from reporting.db import writes
 from reporting.db.session import db_session
@@ -33,6 +43,7 @@ from reporting.queries import params
 bp = Blueprint("accounts", __name__)
 _TAG = "accounts"
 _LINES_TAG = "account-lines"
+_COMMITMENTS_TAG = "account-commitments"
 SECTION_FIELDS = ("cloud", "project_id", "membership", "from", "to", "currency")
 # The fields of a credit or charge booked by hand not already among the above.
 MANUAL_FIELDS = ("line", "kind", "reason", "effective_at", "reverses", "created_at",
@@ -43,6 +54,8 @@ ACCOUNT_CSV_FIELDS = ("record", "value", *SECTION_FIELDS, *LINE_FIELDS, "period"
                       "event_ids", *MANUAL_FIELDS)
 _SECTION_TOTALS = ("subtotal", "adjustments_total", "total", "unrated_lines")
 _ACCOUNT_TOTALS = ("subtotal", "adjustments_total", "manual_total", "total", "unrated_lines")
+# The rows of a commitment applied to a currency's total, after its adjustments_total.
+_COMMITMENT_ROWS = (("effective_from", False), ("minimum", True), ("shortfall", True))
 
 
 def _account_path(name: str) -> str:
@@ -129,7 +142,8 @@ def account_csv(document: dict[str, Any]) -> str:
     top-level member, then per section a ``project`` row (``value``: its status), its
     ``line`` and ``adjustment`` rows and its totals, then a ``manual_line`` row per
     credit or charge booked by hand, then one row per currency total
-    (``account_subtotal`` …, ``currency`` filled)."""
+    (``account_subtotal`` …, ``currency`` filled; ``account_commitment_…`` where a
+    commitment applies)."""
     blank = dict.fromkeys(ACCOUNT_CSV_FIELDS)
     rows: list[tuple[dict[str, Any], bool]] = []
     for name, value in document.items():
@@ -148,8 +162,7 @@ def account_csv(document: dict[str, Any]) -> str:
             rows.extend(({**blank, "record": "manual_line", **line}, False) for line in value)
         elif name == "totals":
             for item in value:
-                rows.extend(({**blank, "record": f"account_{total}", "currency": item["currency"],
-                              "value": item[total]}, True) for total in _ACCOUNT_TOTALS)
+                rows.extend(_total_rows(blank, item))
         else:
             rows.append(({**blank, "record": name, "value": value}, False))
     out = io.StringIO()
@@ -161,6 +174,22 @@ def account_csv(document: dict[str, Any]) -> str:
         writer.writerow([neutralised(_cell(row[field]), field in numbers)
                          for field in ACCOUNT_CSV_FIELDS])
     return out.getvalue()
+
+
+def _total_rows(blank: dict[str, Any], item: dict[str, Any]
+                ) -> list[tuple[dict[str, Any], bool]]:
+    """A currency's ``account_…`` rows; a commitment applied to it adds
+    ``account_commitment_effective_from``, ``_minimum`` and ``_shortfall`` after
+    ``account_adjustments_total`` (none without one: as before commitments)."""
+    where = {**blank, "currency": item["currency"]}
+    rows = [({**where, "record": f"account_{total}", "value": item[total]}, True)
+            for total in _ACCOUNT_TOTALS]
+    applied = item.get("commitment")
+    if applied is not None:
+        rows[2:2] = [({**where, "record": f"account_commitment_{member}",
+                       "value": applied[member]}, is_number)
+                     for member, is_number in _COMMITMENT_ROWS]
+    return rows
 
 
 def _cell(value: Any) -> Any:
@@ -237,3 +266,41 @@ def get_lines(account_id: str) -> Any:
               if len(rows) > limit else None)
     return pagination.list_body([manual_lines.render_listed(row, by)
                                  for row, by in rows[:limit]], marker)
+
+
+@bp.post("/v1/accounts/<account_id>/commitments")
+@require_role("admin")
+def post_commitment(account_id: str) -> Any:
+    account = _account_path(account_id)
+    document = json_object()
+    session = db_session()
+    with session.begin():
+        try:
+            row = commitments.add_excluding_closes(session, account, document, caller_name(),
+                                                   utcnow())
+        except accounts.UnknownAccount as exc:
+            raise ApiError(404, "not_found", str(exc)) from None
+        except commitments.CommitmentError as exc:
+            raise ApiError(400, "invalid_commitment", str(exc)) from None
+        except commitments.CommitmentRefused as exc:
+            raise ApiError(409, exc.code, str(exc)) from None
+        rendered = commitments.render(row)
+    return jsonify(rendered), 201
+
+
+@bp.get("/v1/accounts/<account_id>/commitments")
+@require_role("read")
+def get_commitments(account_id: str) -> Any:
+    params.only(request.args, frozenset({"limit", "marker"}))
+    limit = pagination.parse_limit(request.args)
+    after = None
+    if "marker" in request.args:
+        (decoded,) = pagination.decode_marker(_COMMITMENTS_TAG, ["datetime"],
+                                              request.args["marker"])
+        assert isinstance(decoded, dt.datetime)  # the shape asks for one
+        after = decoded
+    account = _known(account_id)
+    rows = commitments.listed(db_session(), account.account_id, after, limit + 1)
+    marker = (pagination.encode_marker(_COMMITMENTS_TAG, [rows[limit - 1].effective_from])
+              if len(rows) > limit else None)
+    return pagination.list_body([commitments.render(row) for row in rows[:limit]], marker)

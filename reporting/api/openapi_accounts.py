@@ -71,9 +71,24 @@ SCHEMAS: dict[str, Any] = {
         "computed_at": INSTANT,
         "projects": {"type": "array", "items": ref("AccountSection")},
         "manual_lines": {"type": "array", "items": ref("AccountStatementLine")},
-        "totals": {"type": "array", "items": _all({
-            "currency": {"type": ["string", "null"]}, **_TOTALS,
-            "manual_total": _DECIMAL})}}),
+        "totals": {"type": "array", "items": {
+            **_all({"currency": {"type": ["string", "null"]}, **_TOTALS,
+                    "manual_total": _DECIMAL}),
+            # Only on the total of the currency of the commitment in force.
+            "properties": {"currency": {"type": ["string", "null"]}, **_TOTALS,
+                           "manual_total": _DECIMAL,
+                           "commitment": ref("AppliedCommitment")}}}}),
+    "AppliedCommitment": _all({"effective_from": INSTANT, "minimum": _DECIMAL,
+                               "shortfall": _DECIMAL}),
+    "AccountCommitment": _all({"account_id": {"type": "string"}, "effective_from": INSTANT,
+                               "currency": {"type": "string"}, "minimum": _DECIMAL,
+                               "created_at": INSTANT, "created_by": {"type": "string"}}),
+    "CommitmentDocument": {
+        "type": "object", "additionalProperties": False,
+        "required": ["effective_from", "currency", "minimum"],
+        "properties": {"effective_from": INSTANT,
+                       "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
+                       "minimum": _AMOUNT}},
     "AccountStatementLine": _all(_LINE),
     "AccountLine": _all({"account_id": {"type": "string"}, **_LINE,
                          "reversed_by": {"type": ["integer", "null"], "minimum": 1}}),
@@ -90,6 +105,7 @@ SCHEMAS: dict[str, Any] = {
 }
 SCHEMAS["Accounts"] = list_of(ref("Account"))
 SCHEMAS["AccountLines"] = list_of(ref("AccountLine"))
+SCHEMAS["AccountCommitments"] = list_of(ref("AccountCommitment"))
 
 
 def account_paths() -> dict[str, Any]:
@@ -153,6 +169,26 @@ def account_paths() -> dict[str, Any]:
                      "requestBody": {"required": True, "content": {"application/json": {
                          "schema": ref("AccountLineDocument")}}},
                      "responses": {"201": json_body(ref("AccountLine"), "Booked."),
+                                   **errors(400, 401, 403, 404, 409, 413)}},
+        },
+        "/v1/accounts/{account_id}/commitments": {
+            "get": {**_TAGS, "operationId": "listAccountCommitments",
+                    "summary": "The account's minimum commitments, by effective_from (role "
+                    "read).",
+                    "parameters": [path("account_id"), param_ref("limit"),
+                                   param_ref("marker")],
+                    "responses": {"200": json_body(ref("AccountCommitments"),
+                                                   "A page of commitments."),
+                                  **errors(400, 401, 403, 404)}},
+            "post": {**_TAGS, "operationId": "addAccountCommitment",
+                     "summary": "Add a minimum commitment from a month's start on (role "
+                     "admin); it replaces the one before from its instant on, a minimum of "
+                     "0 ends it; commitments are never edited or removed. 409 for an "
+                     "instant taken or one that would change a closed account statement.",
+                     "parameters": [path("account_id")],
+                     "requestBody": {"required": True, "content": {"application/json": {
+                         "schema": ref("CommitmentDocument")}}},
+                     "responses": {"201": json_body(ref("AccountCommitment"), "Added."),
                                    **errors(400, 401, 403, 404, 409, 413)}},
         },
     }

@@ -10,7 +10,8 @@ adjustments booked on (or pending for) the period belong to the section starting
 the period's start: to the account holding the project when the period began.
 The credits and charges booked by hand on the account's period of each cloud
 (``reporting.billing.manual_lines``) follow the sections, and count in the totals of
-their currency.
+their currency.  The minimum commitment in force at the period's start
+(``reporting.billing.commitments``) tops up the usage of its currency before them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from mapping.event import format_timestamp
 from reporting.billing import (
     accounts,
     adjustments,
+    commitments,
     currencies,
     frozen,
     manual_lines,
@@ -37,7 +39,7 @@ from reporting.billing import (
 )
 from reporting.billing import statements as project_statements
 from reporting.billing.versions import timeline
-from reporting.db.account_models import AccountLine
+from reporting.db.account_models import AccountCommitment, AccountLine
 from reporting.db.billing_models import BillingPeriod, ClosedStatement
 
 
@@ -135,11 +137,14 @@ def section(stretch: accounts.Stretch, period: str, project: _Project) -> dict[s
     }
 
 
-def _totals(sections: list[dict[str, Any]], booked: list[AccountLine]
-            ) -> list[dict[str, Any]]:
+def _totals(sections: list[dict[str, Any]], booked: list[AccountLine],
+            commitment: AccountCommitment | None) -> list[dict[str, Any]]:
     """The account's totals per currency (an account may span clouds priced in
-    different currencies; amounts of two currencies are never added): its sections'
-    and its credits and charges (``manual_total``, each in its own currency)."""
+    different currencies; amounts of two currencies are never added): its sections',
+    the top-up of the commitment in force (in its currency only: the total of that
+    currency carries ``commitment``, present even with no usage in it) and its credits
+    and charges (``manual_total``, each in its own currency), which count after the
+    commitment."""
     by_currency: dict[str | None, list[dict[str, Any]]] = {}
     for item in sections:
         by_currency.setdefault(item["currency"], []).append(item)
@@ -147,18 +152,28 @@ def _totals(sections: list[dict[str, Any]], booked: list[AccountLine]
     for line in booked:
         by_currency.setdefault(line.currency, [])
         lines_in.setdefault(line.currency, []).append(line)
+    if commitment is not None:
+        by_currency.setdefault(commitment.currency, [])
     found = []
     for code in sorted(by_currency, key=lambda c: (c is not None, c or "")):
         items = by_currency[code]
         mine = lines_in.get(code, [])
-        places = max([item["places"] for item in items] + [x.minor_units for x in mine])
+        committed = commitment if commitment is not None and commitment.currency == code else None
+        places = max([item["places"] for item in items] + [x.minor_units for x in mine]
+                     + ([committed.minor_units] if committed is not None else []))
         sums = {name: money.total(Decimal(item[name]) for item in items)
                 for name in ("subtotal", "adjustments_total", "total")}
         sums["manual_total"] = money.total(manual_lines.signed(x) for x in mine)
+        total: dict[str, Any] = {"currency": code, **{
+            name: money.money(sums[name], places) for name in ("subtotal", "adjustments_total")}}
+        if committed is not None:
+            applied = commitments.apply(committed, sums["total"])
+            sums["total"] = money.add(sums["total"], applied.shortfall)
+            total["commitment"] = commitments.render_applied(applied, places)
         sums["total"] = money.add(sums["total"], sums["manual_total"])
-        found.append({"currency": code,
+        found.append({**total,
                       **{name: money.money(sums[name], places) for name in (
-                          "subtotal", "adjustments_total", "manual_total", "total")},
+                          "manual_total", "total")},
                       "unrated_lines": sum(item["unrated_lines"] for item in items)})
     return found
 
@@ -184,7 +199,7 @@ def document(session: Session, name: str, period: str, now: dt.datetime) -> dict
     # booked on a closed period): dated by its last close.
     computed_at = (max(closed_of[cloud][period].closed_at for cloud in clouds)
                    if settled else now)
-    totals = _totals(sections, booked)
+    totals = _totals(sections, booked, commitments.in_force(session, account.account_id, start))
     for item in sections:
         del item["places"]
     return {

@@ -1,9 +1,11 @@
 """Typed models of billing accounts: an account and the dated memberships that put a
-cloud's project in it (``docs/statements.md``, "Billing accounts"), and the credits
-and charges an admin books on it by hand ("Credits and charges").
+cloud's project in it (``docs/statements.md``, "Billing accounts"), the credits
+and charges an admin books on it by hand ("Credits and charges") and its dated
+minimum commitments ("Minimum commitments").
 
-Neither is ever edited or removed: a project moves to another account by a later
-membership, which takes effect from its instant on (as a price version does).
+None is ever edited or removed: a project moves to another account by a later
+membership, which takes effect from its instant on (as a price version does); a
+commitment is replaced by a later one the same way.
 """
 
 from __future__ import annotations
@@ -79,3 +81,20 @@ class AccountLine(Base):
         Index("ix_account_lines_period", "account_id", "cloud", "period"),
         Index("ix_account_lines_reverses", "account_id", "reverses", unique=True),
     )
+
+
+class AccountCommitment(Base):
+    """From ``effective_from`` (a month's start) on, until the account's next
+    commitment, each of the account's periods bills at least ``minimum`` in
+    ``currency`` (``docs/statements.md``, "Minimum commitments"); a minimum of zero
+    ends the commitment.  Never edited or removed."""
+
+    __tablename__ = "account_commitments"
+
+    account_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    effective_from: Mapped[dt.datetime] = mapped_column(DateTime(), primary_key=True)
+    currency: Mapped[str] = mapped_column(String(3))
+    minimum: Mapped[Decimal] = mapped_column(MONEY)
+    minor_units: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime())
+    created_by: Mapped[str] = mapped_column(String(255))

@@ -1,6 +1,7 @@
 """The billing subcommands: ``price-list put|show``, ``statement``,
 ``period close|list|deliveries|redeliver|export``, ``account add|list|show|join|statement``,
-and the credits and charges booked by hand: ``account credit|charge|reverse|lines``.
+the credits and charges booked by hand: ``account credit|charge|reverse|lines``, and
+the minimum commitments: ``account commit|commitments``.
 
 ``price-list put`` reads YAML or JSON and keeps every number as the text it was
 written as (``0.020`` stays ``"0.020"``, never a binary float), so amounts reach the
@@ -247,11 +248,20 @@ def account_statement(client: ApiClient, args: argparse.Namespace) -> Output:
                 for line in body["manual_lines"])
     totals = "; ".join(
         f"{t['currency'] or ''} subtotal {t['subtotal']}  adjustments {t['adjustments_total']}"
+        f"{_committed(t.get('commitment'))}"
         f"  credits and charges {t['manual_total']}  total {t['total']}"
         f"  unrated lines {t['unrated_lines']}" for t in body["totals"])
     footer = (f"{body['status']}{' (provisional)' if body['provisional'] else ''}  "
               f"{totals or 'no project in the period'}")
     return Output(body, SECTION_LINE_COLUMNS, rows, footer)
+
+
+def _committed(applied: dict[str, Any] | None) -> str:
+    """The commitment applied to a currency's total, as the footer says it."""
+    if applied is None:
+        return ""
+    return (f"  minimum {applied['minimum']} (from {applied['effective_from']})"
+            f"  shortfall {applied['shortfall']}")
 
 
 def _manual_note(line: dict[str, Any]) -> str:
@@ -288,6 +298,41 @@ def account_lines(client: ApiClient, args: argparse.Namespace) -> Output:
     items = client.pages(f"/v1/accounts/{_quoted(args.account)}/lines",
                          {"cloud": args.cloud, "period": args.period}, None)
     return Output(items, MANUAL_COLUMNS, items)
+
+
+COMMITMENT_COLUMNS = [table.field(name) for name in (
+    "account_id", "effective_from", "currency", "minimum", "created_at", "created_by")]
+
+
+def account_commit(client: ApiClient, args: argparse.Namespace) -> Output:
+    """``account commit``: the minimum is sent as typed (a decimal string)."""
+    body = client.post(f"/v1/accounts/{_quoted(args.account)}/commitments",
+                       {"effective_from": args.effective_from, "currency": args.currency,
+                        "minimum": args.minimum})
+    return Output(body, COMMITMENT_COLUMNS, [body])
+
+
+def account_commitments(client: ApiClient, args: argparse.Namespace) -> Output:
+    items = client.pages(f"/v1/accounts/{_quoted(args.account)}/commitments", {}, None)
+    return Output(items, COMMITMENT_COLUMNS, items)
+
+
+def _register_commitments(verbs: Any, common: argparse.ArgumentParser) -> None:
+    commit = verbs.add_parser("commit", parents=[common], allow_abbrev=False,
+                              help="a minimum each period of the account bills, from a "
+                              "month's start on, until the next commitment (admin); a "
+                              "minimum of 0 ends it")
+    commit.add_argument("account")
+    commit.add_argument("--from", dest="effective_from", required=True, metavar="RFC3339",
+                        help="the month's start it applies from, e.g. 2026-11-01T00:00:00Z")
+    commit.add_argument("--currency", required=True, help="an ISO 4217 code, e.g. EUR")
+    commit.add_argument("--minimum", required=True,
+                        help="a non-negative decimal in the currency, e.g. 100.00")
+    commit.set_defaults(handler=account_commit)
+    listing = verbs.add_parser("commitments", parents=[common], allow_abbrev=False,
+                               help="the account's minimum commitments, by instant")
+    listing.add_argument("account")
+    listing.set_defaults(handler=account_commitments)
 
 
 def _positive(text: str) -> int:
@@ -362,6 +407,7 @@ def _register_accounts(sub: Any, common: argparse.ArgumentParser) -> None:
     stmt.add_argument("--period", required=True, metavar="YYYY-MM")
     stmt.set_defaults(handler=account_statement, csv_ok=True)
     _register_lines(verbs, common)
+    _register_commitments(verbs, common)
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -9,8 +9,11 @@ another): every account statement's lines are its projects' lines cut at the
 memberships' instants, and a closed period's account statement never changes.  Drawn
 credits and charges booked by hand on account a (one reversed on a later period
 after its close) count in its totals exactly, are refused once their period is
-closed, and change no project's statement.  On SQLite and PostgreSQL (fewer examples
-there: each one truncates and refills a database)."""
+closed, and change no project's statement.  A drawn minimum commitment of account a
+from each period's start tops its euros up to the minimum exactly, before the credits
+and charges, and none is accepted once the account's statement of the period is
+closed.  On SQLite and PostgreSQL (fewer examples there: each one truncates and
+refills a database)."""
 
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ from reporting.billing import (
     accounts,
     adjustments,
     closing,
+    commitments,
     manual_lines,
     money,
     service,
@@ -167,15 +171,27 @@ def _check_accounts(session: Session, period: str,
         if (name, period) in closed_accounts:
             text = json.dumps(document, separators=(",", ":"))
             assert text == closed_accounts[(name, period)]
-        # Totals: the sections' plus the credits and charges, exactly, per currency.
+        # Totals: the sections', topped up to the commitment in force at the period's
+        # start (in its currency), plus the credits and charges, exactly, per currency.
+        committed = commitments.in_force(session, name, start)
         for total in document["totals"]:
             code = total["currency"]
             sections = [x for x in document["projects"] if x["currency"] == code]
             booked = [Decimal(x["amount"]) for x in document["manual_lines"]
                       if x["currency"] == code]
             assert Decimal(total["manual_total"]) == money.total(booked)
-            assert Decimal(total["total"]) == money.total(
-                [Decimal(x["total"]) for x in sections] + booked)
+            usage = money.total(Decimal(x["total"]) for x in sections)
+            shortfall = Decimal(0)
+            if committed is not None and committed.currency == code:
+                shortfall = max(Decimal(0), committed.minimum - usage)
+                assert total["commitment"] == {
+                    "effective_from": committed.effective_from.strftime(
+                        "%Y-%m-%dT%H:%M:%S.000000Z"),
+                    "minimum": money.money(committed.minimum, 2),
+                    "shortfall": money.money(shortfall, 2)}
+            else:
+                assert "commitment" not in total
+            assert Decimal(total["total"]) == money.total([usage, shortfall, *booked])
     for project in ("p1", "p2"):
         stretches = [s for name in ACCOUNTS for s in accounts.stretches(session, name, start, end)
                      if s.project_id == project]
@@ -239,7 +255,7 @@ _TABLES = ("events, current_resources, resource_intervals, rejected_events, "
            "price_list_versions, billing_periods, closed_statements, closed_kinds, "
            "closed_resource_amounts, "
            "billing_adjustments, sync_runs, billing_accounts, account_memberships, "
-           "account_lines")
+           "account_lines, account_commitments")
 
 
 @contextmanager
@@ -293,6 +309,7 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
         if chunk:
             seed(factory, chunk)
         _book_drawn(factory, period, data)
+        _commit_drawn(factory, period, data)
         closing.close(factory, "c1", period, "test", NOW, ACCEPT_ALL)
         with factory() as session, pytest.raises(manual_lines.LineRefused,
                                                  match="is closed"):
@@ -301,8 +318,16 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
             frozen_before[period] = {
                 p: body for p, (_s, body) in truth.frozen(session, "c1", period).items()}
             for name in ACCOUNTS:
-                closed_accounts[(name, period)] = json.dumps(account_statements.document(
-                    session, name, period, NOW), separators=(",", ":"))
+                document = account_statements.document(session, name, period, NOW)
+                closed_accounts[(name, period)] = json.dumps(document, separators=(",", ":"))
+                if document["status"] == "closed":
+                    # In force at the closed period's start: refused (its instant is
+                    # taken, or it would change the closed statement), nothing stored.
+                    with pytest.raises(commitments.CommitmentRefused):
+                        commitments.add(session, name, {
+                            "effective_from": f"{period}-01T00:00:00Z", "currency": "EUR",
+                            "minimum": "1000"}, "test", NOW)
+            session.rollback()
         _check(factory, frozen_before, closed_accounts)
         if period == "2026-10" and data.draw(st.booleans(), label="reverse on November"):
             with factory() as session:
@@ -340,6 +365,19 @@ def _book_drawn(factory: sessionmaker[Session], period: str, data: st.DataObject
         for kind, cents in drawn:
             manual_lines.book(session, "a", _line(kind, money.text(money.minor(cents, 2)),
                                                   period), "test", NOW)
+        session.commit()
+
+
+def _commit_drawn(factory: sessionmaker[Session], period: str, data: st.DataObject) -> None:
+    """Maybe a drawn minimum of whole cents on account a from ``period``'s start."""
+    cents = data.draw(st.none() | st.integers(0, 2_000), label=f"minimum of {period}")
+    if cents is None:
+        return
+    with factory() as session:
+        commitments.add(session, "a", {"effective_from": f"{period}-01T00:00:00Z",
+                                       "currency": "EUR",
+                                       "minimum": money.text(money.minor(cents, 2))},
+                        "test", NOW)
         session.commit()
 
 

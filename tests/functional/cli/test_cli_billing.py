@@ -240,3 +240,42 @@ def test_period_deliveries_and_export(priced: Api, capsys: pytest.CaptureFixture
     assert code == 0 and json.loads(out)["status"] == "pending"
     code, _out, err = run(priced, capsys, "period", "redeliver", "c1", "2026-10", "7")
     assert code == 1 and "404" in err
+
+
+def test_account_commit_commitments_and_the_statement(priced: Api,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    run(priced, capsys, "account", "add", "acme")
+    code, _out, _err = run(priced, capsys, "account", "join", "acme", "--cloud", "c1",
+                           "--project", "p1", "--from", "2026-10-02T05:00:00Z")
+    assert code == 0
+    code, out, _err = run(priced, capsys, "account", "commit", "acme", "--from",
+                          "2026-10-01T00:00:00Z", "--currency", "EUR", "--minimum", "2")
+    assert code == 0 and table_rows(out)[1][:4] == [
+        "acme", "2026-10-01T00:00:00.000000Z", "EUR", "2.00"]
+    code, _out, err = run(priced, capsys, "account", "commit", "acme", "--from",
+                          "2026-10-01T00:00:00Z", "--currency", "EUR", "--minimum", "3")
+    assert code == 1 and "409 conflict" in err
+    code, _out, err = run(priced, capsys, "account", "commit", "acme", "--from",
+                          "2026-10-15T00:00:00Z", "--currency", "EUR", "--minimum", "3")
+    assert code == 1 and "400 invalid_commitment" in err and "month's start" in err
+    code, out, _err = run(priced, capsys, "--format", "json", "account", "commit", "acme",
+                          "--from", "2026-11-01T00:00:00Z", "--currency", "EUR",
+                          "--minimum", "0")
+    assert code == 0 and json.loads(out)["minimum"] == "0.00"
+    code, out, _err = run(priced, capsys, "account", "commitments", "acme")
+    assert code == 0 and [(r[1][:10], r[3]) for r in table_rows(out)[1:]] == [
+        ("2026-10-01", "2.00"), ("2026-11-01", "0.00")]
+    # p1 from 05:00 is 1.56 of usage: 0.44 short of 2.00.
+    code, out, _err = run(priced, capsys, "account", "statement", "acme", "--period", "2026-10")
+    assert code == 0
+    assert ("EUR subtotal 1.56  adjustments 0.00  minimum 2.00 (from "
+            "2026-10-01T00:00:00.000000Z)  shortfall 0.44  credits and charges 0.00  "
+            "total 2.00") in out
+    code, out, _err = run(priced, capsys, "account", "statement", "acme", "--period", "2026-10",
+                          "--format", "csv")
+    values = {r["record"]: r["value"] for r in csv.DictReader(io.StringIO(out))}
+    assert (values["account_commitment_minimum"], values["account_commitment_shortfall"],
+            values["account_total"]) == ("2.00", "0.44", "2.00")
+    # November's "0" ended it: no commitment there.
+    code, out, _err = run(priced, capsys, "account", "statement", "acme", "--period", "2026-11")
+    assert code == 0 and "minimum" not in out

@@ -489,3 +489,34 @@ def test_0029_adds_the_webhook_outbox_and_its_downgrade_removes_it(empty_db_url:
     assert tables(empty_db_url) == before
     migrations.upgrade(empty_db_url)
     assert migrations.current(empty_db_url) == (HEAD,)
+
+
+def test_0030_adds_the_commitments_one_per_instant(empty_db_url: str) -> None:
+    """Revision 0030 adds ``account_commitments``, where a second commitment of an
+    account at the same instant is refused by the primary key; its downgrade drops the
+    table (nothing else of the schema changes) and the upgrade brings it back empty."""
+    migrations.upgrade(empty_db_url, "0029_close_webhooks")
+    before = tables(empty_db_url)
+    migrations.upgrade(empty_db_url, "0030_account_commitments")
+    assert tables(empty_db_url) == before | {"account_commitments"}
+    engine = sa.create_engine(empty_db_url)
+    insert = sa.text(
+        "INSERT INTO account_commitments (account_id, effective_from, currency, minimum, "
+        "minor_units, created_at, created_by) VALUES ('acme', :at, 'EUR', :m, 2, :at, 't')")
+    with engine.begin() as conn:
+        conn.execute(insert, {"at": dt.datetime(2026, 10, 1), "m": "50.00"})
+        conn.execute(insert, {"at": dt.datetime(2026, 11, 1), "m": "0"})
+        minimums = [str(m) for (m,) in conn.execute(sa.text(
+            "SELECT minimum FROM account_commitments ORDER BY effective_from"))]
+    assert minimums[0].startswith("50") and minimums[1].rstrip(".0") == ""
+    with engine.begin() as conn, pytest.raises(sa.exc.IntegrityError):
+        conn.execute(insert, {"at": dt.datetime(2026, 10, 1), "m": "60.00"})
+    engine.dispose()
+    migrations.downgrade(empty_db_url, "0029_close_webhooks")
+    assert tables(empty_db_url) == before
+    migrations.upgrade(empty_db_url)
+    assert migrations.current(empty_db_url) == (HEAD,)
+    engine = sa.create_engine(empty_db_url)
+    with engine.begin() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM account_commitments")).scalar() == 0
+    engine.dispose()

@@ -1,0 +1,300 @@
+"""Minimum commitments of billing accounts, through the API on SQLite and PostgreSQL,
+amounts computed by hand: the top-up on the statement (JSON and CSV) and in its
+totals, before the credits and charges, a later commitment replacing one, "0" ending
+it, another currency, the listing, the refusals storing nothing, and a closed
+period's account statement never changing (docs/statements.md, "Minimum
+commitments")."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import csv
+import datetime as dt
+import io
+import threading
+import time
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+from sqlalchemy.orm import Session, sessionmaker
+
+from reporting.billing import accounts, closing, commitments, versions
+from reporting.db import engine as db_engine
+from tests.functional.billing.history import ACCEPT, ACCEPT_ALL, PRICES, october, seed
+from tests.functional.reporting.fixtures import auth
+
+ADMIN, READ = auth("admin"), auth("read")
+OCT, NOV = "2026-10", "2026-11"
+OCT_START, NOV_START = "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z"
+
+
+def _setup(client: FlaskClient, factory: sessionmaker[Session]) -> None:
+    """acme's October is 0.82 of usage (p1's first 5 h, 0.10; p2's day, 0.72), its
+    November 0.00 (p2 still in it); beta's October 1.80."""
+    for document in PRICES:
+        assert client.put("/v1/price-lists/default", json=document, headers=ADMIN
+                          ).status_code == 201
+    seed(factory, october())
+    for name in ("acme", "beta"):
+        assert client.post("/v1/accounts", headers=ADMIN,
+                           json={"account_id": name}).status_code == 201
+    for account, project, at in (("acme", "p1", "2026-09-01T00:00:00Z"),
+                                 ("acme", "p2", OCT_START),
+                                 ("beta", "p1", "2026-10-02T05:00:00Z")):
+        assert client.post(f"/v1/accounts/{account}/memberships", headers=ADMIN, json={
+            "cloud": "c1", "project_id": project, "effective_from": at}).status_code == 201
+
+
+def _commit(client: FlaskClient, at: str, minimum: str, currency: str = "EUR",
+            account: str = "acme", **extra: Any) -> Any:
+    return client.post(f"/v1/accounts/{account}/commitments", headers=ADMIN, json={
+        "effective_from": at, "currency": currency, "minimum": minimum, **extra})
+
+
+def _committed(client: FlaskClient, at: str, minimum: str, **extra: Any) -> dict[str, Any]:
+    response = _commit(client, at, minimum, **extra)
+    assert response.status_code == 201, response.get_data(as_text=True)
+    return response.get_json()  # type: ignore[no-any-return]
+
+
+def _statement(client: FlaskClient, period: str = OCT, account: str = "acme",
+               **headers: str) -> Any:
+    response = client.get(f"/v1/accounts/{account}/statement?period={period}",
+                          headers={**READ, **headers})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response
+
+
+def _totals(client: FlaskClient, period: str = OCT, account: str = "acme"
+            ) -> list[dict[str, Any]]:
+    return _statement(client, period, account).get_json()["totals"]  # type: ignore[no-any-return]
+
+
+def _csv_totals(client: FlaskClient, period: str = OCT) -> list[tuple[str, str, str]]:
+    rows = csv.DictReader(io.StringIO(
+        _statement(client, period, Accept="text/csv").get_data(as_text=True)))
+    return [(r["record"], r["currency"], r["value"]) for r in rows
+            if r["record"].startswith("account_") and r["record"] != "account_id"]
+
+
+def test_a_minimum_tops_up_the_usage_before_the_credits(
+        client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+    _setup(client, session_factory)
+    added = _committed(client, OCT_START, "5")
+    assert (added["account_id"], added["effective_from"], added["currency"],
+            added["minimum"]) == ("acme", "2026-10-01T00:00:00.000000Z", "EUR", "5.00")
+    assert added["created_by"].startswith("token:")
+    # 0.82 of usage under a minimum of 5.00: a shortfall of 4.18, 5.00 in all.
+    assert _totals(client) == [{
+        "currency": "EUR", "subtotal": "0.82", "adjustments_total": "0.00",
+        "commitment": {"effective_from": "2026-10-01T00:00:00.000000Z", "minimum": "5.00",
+                       "shortfall": "4.18"},
+        "manual_total": "0.00", "total": "5.00", "unrated_lines": 0}]
+    # A credit counts after the commitment: 0.82 + 4.18 - 1.50 = 3.50.
+    assert client.post("/v1/accounts/acme/lines", headers=ADMIN, json={
+        "kind": "credit", "cloud": "c1", "period": OCT, "amount": "1.50", "reason": "outage",
+        "effective_at": "2026-10-20T00:00:00Z"}).status_code == 201
+    (total,) = _totals(client)
+    assert (total["commitment"]["shortfall"], total["manual_total"], total["total"]) == (
+        "4.18", "-1.50", "3.50")
+    assert _csv_totals(client) == [
+        ("account_subtotal", "EUR", "0.82"), ("account_adjustments_total", "EUR", "0.00"),
+        ("account_commitment_effective_from", "EUR", "2026-10-01T00:00:00.000000Z"),
+        ("account_commitment_minimum", "EUR", "5.00"),
+        ("account_commitment_shortfall", "EUR", "4.18"),
+        ("account_manual_total", "EUR", "-1.50"), ("account_total", "EUR", "3.50"),
+        ("account_unrated_lines", "EUR", "0")]
+    # Still in force in November: no usage, the minimum in full.
+    assert _totals(client, NOV) == [{
+        "currency": "EUR", "subtotal": "0.00", "adjustments_total": "0.00",
+        "commitment": {"effective_from": "2026-10-01T00:00:00.000000Z", "minimum": "5.00",
+                       "shortfall": "5.00"},
+        "manual_total": "0.00", "total": "5.00", "unrated_lines": 0}]
+    # The commitment is acme's: beta's statement, and a project's, are as before.
+    assert _totals(client, account="beta") == [{
+        "currency": "EUR", "subtotal": "1.80", "adjustments_total": "0.00",
+        "manual_total": "0.00", "total": "1.80", "unrated_lines": 0}]
+    assert client.get(f"/v1/statements?cloud=c1&period={OCT}&project_id=p2",
+                      headers=READ).get_json()["total"] == "0.72"
+
+
+def test_usage_above_the_minimum_and_a_later_commitment_ending_it(
+        client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+    _setup(client, session_factory)
+    without = {k: v for k, v in _statement(client, NOV).get_json().items()
+               if k != "computed_at"}
+    _committed(client, OCT_START, "0.50")
+    # 0.82 is above 0.50: no top-up.
+    (total,) = _totals(client)
+    assert (total["commitment"], total["total"]) == (
+        {"effective_from": "2026-10-01T00:00:00.000000Z", "minimum": "0.50",
+         "shortfall": "0.00"}, "0.82")
+    # "0" from November ends it: November is as with no commitment at all.
+    ended = _committed(client, NOV_START, "0")
+    assert ended["minimum"] == "0.00"
+    assert "commitment" not in _totals(client, NOV)[0]
+    assert {k: v for k, v in _statement(client, NOV).get_json().items()
+            if k != "computed_at"} == without
+    assert [r for r, _c, _v in _csv_totals(client, NOV)] == [
+        "account_subtotal", "account_adjustments_total", "account_manual_total",
+        "account_total", "account_unrated_lines"]
+    # A later commitment replaces the one before from its instant on: October keeps
+    # 0.50, December on is 1.00.
+    _committed(client, "2026-12-01T00:00:00Z", "1.00")
+    assert _totals(client)[0]["commitment"]["minimum"] == "0.50"
+    listed = client.get("/v1/accounts/acme/commitments", headers=READ).get_json()["items"]
+    assert [(x["effective_from"][:10], x["minimum"]) for x in listed] == [
+        ("2026-10-01", "0.50"), ("2026-11-01", "0.00"), ("2026-12-01", "1.00")]
+    page = client.get("/v1/accounts/acme/commitments?limit=2", headers=READ).get_json()
+    assert [x["minimum"] for x in page["items"]] == ["0.50", "0.00"]
+    rest = client.get(f"/v1/accounts/acme/commitments?marker={page['next_marker']}",
+                      headers=READ).get_json()
+    assert [x["minimum"] for x in rest["items"]] == ["1.00"] and rest["next_marker"] is None
+
+
+def test_a_commitment_in_another_currency_is_a_total_of_its_own(
+        client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+    """beta's clouds bill in EUR; a commitment of 100 JPY is never added to euros."""
+    _setup(client, session_factory)
+    assert _commit(client, OCT_START, "100.5", "JPY", "beta").status_code == 400
+    _committed(client, OCT_START, "100", currency="JPY", account="beta")
+    assert _totals(client, account="beta") == [
+        {"currency": "EUR", "subtotal": "1.80", "adjustments_total": "0.00",
+         "manual_total": "0.00", "total": "1.80", "unrated_lines": 0},
+        {"currency": "JPY", "subtotal": "0", "adjustments_total": "0",
+         "commitment": {"effective_from": "2026-10-01T00:00:00.000000Z", "minimum": "100",
+                        "shortfall": "100"},
+         "manual_total": "0", "total": "100", "unrated_lines": 0}]
+
+
+def test_refusals_store_nothing(client: FlaskClient,
+                                session_factory: sessionmaker[Session]) -> None:
+    _setup(client, session_factory)
+    cases: list[tuple[str, dict[str, Any], int, str, str]] = [
+        ("nobody", {}, 404, "not_found", "no account nobody"),
+        ("acme", {"effective_from": "2026-10-15T00:00:00Z"}, 400, "invalid_commitment",
+         "not a month's start"),
+        ("acme", {"effective_from": "2026-10-01T00:00:01Z"}, 400, "invalid_commitment",
+         "not a month's start"),
+        ("acme", {"effective_from": "2026-10-01T00:00:00+02:00"}, 400, "invalid_commitment",
+         "not a month's start"),
+        ("acme", {"effective_from": "2026-10-01"}, 400, "invalid_commitment", "RFC 3339"),
+        ("acme", {"effective_from": None}, 400, "invalid_commitment", "RFC 3339"),
+        ("acme", {"currency": "eur"}, 400, "invalid_commitment", "ISO 4217"),
+        ("acme", {"currency": "XXX"}, 400, "invalid_commitment", "with a minor unit"),
+        ("acme", {"currency": 978}, 400, "invalid_commitment", "ISO 4217"),
+        ("acme", {"minimum": "-1.00"}, 400, "invalid_commitment", "non-negative"),
+        ("acme", {"minimum": 5}, 400, "invalid_commitment", "JSON numbers are refused"),
+        ("acme", {"minimum": "ten"}, 400, "invalid_commitment", "non-negative"),
+        ("acme", {"minimum": "1.005"}, 400, "invalid_commitment",
+         "more decimals than EUR's minor unit (2)"),
+        ("acme", {"minimum": ""}, 400, "invalid_commitment", "non-negative"),
+        ("acme", {"extra": 1}, 400, "invalid_commitment", "unknown member(s): extra"),
+    ]
+    base = {"effective_from": OCT_START, "currency": "EUR", "minimum": "5.00"}
+    for account, change, status, code, message in cases:
+        response = client.post(f"/v1/accounts/{account}/commitments", headers=ADMIN,
+                               json={**base, **change})
+        error = response.get_json()["error"]
+        assert (response.status_code, error["code"]) == (status, code), (change, error)
+        assert message in error["message"], (change, error)
+    missing = client.post("/v1/accounts/acme/commitments", headers=ADMIN,
+                          json={"currency": "EUR", "minimum": "1"})
+    assert missing.status_code == 400
+    assert client.post("/v1/accounts/acme/commitments", headers=READ,
+                       json=base).status_code == 403
+    assert client.get("/v1/accounts/acme/commitments", headers=READ).get_json()["items"] == []
+    assert "commitment" not in _totals(client)[0]
+    _committed(client, OCT_START, "5.00")
+    again = _commit(client, OCT_START, "6.00")
+    assert again.status_code == 409 and again.get_json()["error"]["code"] == "conflict"
+    assert "commitments are never edited" in again.get_json()["error"]["message"]
+    assert [x["minimum"] for x in client.get("/v1/accounts/acme/commitments",
+                                             headers=READ).get_json()["items"]] == ["5.00"]
+    assert client.get("/v1/accounts/acme/commitments?marker=bogus",
+                      headers=READ).status_code == 400
+    assert client.get("/v1/accounts/acme/commitments?colour=red",
+                      headers=READ).status_code == 400
+    assert client.get("/v1/accounts/nobody/commitments", headers=READ).status_code == 404
+
+
+def test_a_closed_account_statement_never_changes(
+        client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+    _setup(client, session_factory)
+    _committed(client, OCT_START, "5.00")
+    assert client.post(f"/v1/periods/c1/{OCT}/close", headers=ADMIN,
+                       json=ACCEPT).status_code == 200
+    closed = _statement(client)
+    document = closed.get_json()
+    assert document["status"] == "closed"
+    assert document["totals"][0]["commitment"]["shortfall"] == "4.18"
+    assert document["totals"][0]["total"] == "5.00"
+    # From November on: October answers the same bytes.
+    _committed(client, NOV_START, "20.00")
+    assert _statement(client).get_data() == closed.get_data()
+    assert _totals(client, NOV)[0]["commitment"]["shortfall"] == "20.00"
+    # beta's October is closed too (its one cloud is): a commitment from September,
+    # in force in October, would change it: refused, naming the period.
+    refused = _commit(client, "2026-09-01T00:00:00Z", "1.00", account="beta")
+    error = refused.get_json()["error"]
+    assert (refused.status_code, error["code"]) == (409, "period_closed")
+    assert "account beta for period 2026-10 is closed" in error["message"]
+    assert _commit(client, NOV_START, "1.00", account="beta").status_code == 201
+    # November's does not end September's before October: still refused.
+    assert _commit(client, "2026-09-01T00:00:00Z", "1.00", account="beta").status_code == 409
+    # acme's September one ends at October's own: October is untouched.
+    assert _commit(client, "2026-09-01T00:00:00Z", "9.00").status_code == 201
+    assert _statement(client).get_data() == closed.get_data()
+
+def test_a_commitment_waits_for_the_close_in_flight(pg_migrated_database: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL, two transactions: a commitment asked for while October is being
+    closed waits for the close, then is refused: October's account statement was
+    closed without it and never changes."""
+    now = dt.datetime(2026, 12, 15)
+    engine = db_engine.make_engine(pg_migrated_database, pool_size=4)
+    factory = db_engine.make_sessionmaker(engine)
+    document = {"effective_from": OCT_START, "currency": "EUR", "minimum": "5.00"}
+    try:
+        with factory() as session:
+            for prices in PRICES:
+                versions.add(session, "default", prices, "test", now)
+            accounts.add(session, {"account_id": "acme"}, "test", now)
+            accounts.add_membership(session, "acme", {
+                "cloud": "c1", "project_id": "p2", "effective_from": OCT_START}, "test", now)
+            session.commit()
+        seed(factory, october())
+        inside, release = threading.Event(), threading.Event()
+        original = closing._close_in
+
+        def slow_close(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            inside.set()
+            release.wait(120)  # only a guard against a hang
+            return result
+
+        monkeypatch.setattr(closing, "_close_in", slow_close)
+
+        def commit() -> Any:
+            with factory() as session, session.begin():
+                return commitments.add_excluding_closes(session, "acme", document, "test",
+                                                        now)
+
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            closing_now = pool.submit(closing.close, factory, "c1", OCT, "test", now,
+                                      ACCEPT_ALL)
+            try:
+                assert inside.wait(120)
+                adding = pool.submit(commit)
+                time.sleep(0.5)
+                assert not adding.done(), "the commitment must wait for the close in flight"
+            finally:
+                release.set()
+            assert closing_now.result(60).created
+            with pytest.raises(commitments.CommitmentRefused, match="2026-10 is closed"):
+                adding.result(60)
+        with factory() as session:
+            assert commitments.of_account(session, "acme") == []
+    finally:
+        engine.dispose()
