@@ -3,14 +3,16 @@
 After the statements are checked against the truth (``simcloud.billing_check``), the
 demo does what an operator does at a month's end, all through the Reporting API:
 
-- a billing account holding one project of the month, with a credit booked by hand;
+- a billing account holding one project of the month, with a minimum commitment
+  above its usage (so the account is topped up to it) and a credit booked by hand;
 - the close of the month (accepting, explicitly, that Tally's history of the simulated
   cloud begins inside it, and unrated lines if the statements show some);
 - the signed ``period.closed`` webhook, received by a local "invoicing system" that
   checks the HMAC-SHA256 signature of the bytes it received;
 - the export of the closed statements (CSV) into the workdir.
 
-Each step is checked: the account's total is its projects' subtotal plus the credit,
+Each step is checked: the account's total is its projects' usage topped up to the
+minimum commitment, plus the credit,
 the webhook lists the same statement numbers as the export, and the signature holds.
 """
 
@@ -33,6 +35,12 @@ from mapping.event import format_timestamp
 ACCOUNT = "demo-account"
 CREDIT = "5.00"
 WEBHOOK_WAIT_S = 60.0
+
+
+def commitment_above(usage: Decimal) -> Decimal:
+    """The demo's minimum commitment: the next whole hundred above the usage, so the
+    statement shows a shortfall (a whole number: valid in every currency)."""
+    return (usage // 100 + 1) * 100
 
 
 class InvoicingReceiver:
@@ -110,17 +118,26 @@ class HandOff:
             print(f"Hand-off of {period}: nothing billed, nothing to hand off")
             return True
         project = billed[0]["project_id"]
+        usage = Decimal(billed[0]["subtotal"]) + Decimal(billed[0]["adjustments_total"])
+        minimum = commitment_above(usage)
         self._account(project, period, period_start)
-        account = self._send("GET", f"/v1/accounts/{ACCOUNT}/statement",
-                             period=period).json()
-        totals = account["totals"][0]
-        expected = Decimal(billed[0]["subtotal"]) + Decimal(billed[0]["adjustments_total"]) \
-            - Decimal(CREDIT)
-        account_ok = Decimal(totals["total"]) == expected
+        statement = f"/v1/accounts/{ACCOUNT}/statement"
+        currency = self._send("GET", statement, period=period).json()["totals"][0]["currency"]
+        self._send("POST", f"/v1/accounts/{ACCOUNT}/commitments", {
+            "effective_from": format_timestamp(period_start), "currency": currency,
+            "minimum": str(minimum)})
+        totals = self._send("GET", statement, period=period).json()["totals"][0]
+        # By hand: usage below the minimum is topped up to it; the credit comes after.
+        expected = max(usage, minimum) - Decimal(CREDIT)
+        commitment = totals.get("commitment") or {}
+        account_ok = Decimal(totals["total"]) == expected \
+            and Decimal(commitment.get("shortfall", "NaN")) == minimum - usage
         print(f"Hand-off of {period}:")
         print(f"  account {ACCOUNT} (project {project}): subtotal {totals['subtotal']}, "
-              f"credits and charges {totals['manual_total']}, total {totals['total']} "
-              f"{totals['currency']} ({'as computed by hand' if account_ok else 'WRONG'})")
+              f"minimum commitment {commitment.get('minimum')} (shortfall "
+              f"{commitment.get('shortfall')}), credits and charges {totals['manual_total']}, "
+              f"total {totals['total']} {totals['currency']} "
+              f"({'as computed by hand' if account_ok else 'WRONG'})")
         unrated = sum(item["unrated_lines"] for item in summaries)
         closed = self._send("POST", f"/v1/periods/{self.cloud}/{period}/close", {
             "accept_partial_history": True, "accept_unrated_lines": unrated > 0}).json()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from decimal import Decimal
 
 import requests
 
-from simcloud.demo_handoff import InvoicingReceiver
+from simcloud.demo_handoff import InvoicingReceiver, commitment_above
 
 
 def _post(receiver: InvoicingReceiver, body: bytes, signature: str) -> int:
@@ -29,3 +30,9 @@ def test_a_notice_is_kept_only_with_the_bodys_signature() -> None:
         assert receiver.received == [{"event": "period.closed", "statements": []}]
     finally:
         receiver.stop()
+
+
+def test_the_demos_commitment_is_the_next_hundred_above_the_usage() -> None:
+    assert commitment_above(Decimal("376.03")) == Decimal("400")
+    assert commitment_above(Decimal("400.00")) == Decimal("500")
+    assert commitment_above(Decimal("0.82")) == Decimal("100")
