@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import json
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -33,7 +34,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from reporting.billing import frozen, money, periods, rating
+from reporting.billing import frozen, money, periods, rating, statements, tiers
 from reporting.billing.pricelist import PriceVersion
 from reporting.billing.statements import Adjustment, ResourceRef, intervals_of
 from reporting.db import writes
@@ -168,7 +169,8 @@ def _adjustments(
                          min(closed[name].cutoff_seq for name in names), last)
     items = intervals_of(session, cloud, first, last, resources)
     wanted = {name: {(rtype, rid) for _platform, rtype, rid in late[name]} for name in names}
-    base = _frozen_base(session, cloud, wanted, _projects_of(session, cloud, resources), closed)
+    projects = _projects_of(session, cloud, resources)
+    base = _frozen_base(session, cloud, wanted, projects, closed)
     for legacy in _by_resource(session, ClosedResourceAmount, cloud, "period", names, refs):
         key = (legacy.period, legacy.project_id, (legacy.resource_type, legacy.resource_id))
         base[key] = money.add(base[key], legacy.amount)
@@ -209,7 +211,69 @@ def _adjustments(
                 event_id for _seq, event_id in events
             ]
             result.append(Adjustment(name, project, ref[0], ref[1], amount, causes))
+        result.extend(_tier_adjustments(session, cloud, source, wanted[name], projects, history,
+                                        versions, now, project_id))
     return result
+
+
+def _tier_adjustments(
+    session: Session, cloud: str, source: BillingPeriod, late: set[ResourceRef],
+    projects: Mapping[ResourceRef, set[str]],
+    history: Mapping[ResourceRef, list[tuple[int, str, dt.datetime]]],
+    versions: list[PriceVersion], now: dt.datetime, project_id: str | None,
+) -> list[Adjustment]:
+    """The adjustments of the tier lines (``tiers``) of closed period ``source`` that
+    its late resources ``late`` change: per project their events name and tiered type
+    they are of, the tier line recomputed now − frozen − booked, as for a resource.  A
+    tier line depends only on its project's lines of its type, so it changes only
+    when one of those resources has a late fact."""
+    start, end = periods.parse(source.period)
+    types = tiers.tiered_types(v for v in versions if v.effective_from < end)
+    touched = sorted(ref for ref in late if ref[0] in types)
+    if not touched:
+        return []
+    owners = sorted({project for ref in touched for project in projects.get(ref, ())
+                     if project and (project_id is None or project == project_id)})
+    found: list[Adjustment] = []
+    for project in owners:
+        mine = [ref for ref in touched if project in projects.get(ref, ())]
+        kinds = {tiers.ADJUSTED_PREFIX + rtype for rtype, _rid in mine}
+        base: dict[ResourceRef, Decimal] = collections.defaultdict(lambda: _ZERO)
+        row = session.get(ClosedStatement, (cloud, source.period, project))
+        if row is not None:
+            for frozen_tier in json.loads(row.body).get("tiers", []):
+                key = (tiers.ADJUSTED_PREFIX + frozen_tier["resource_type"],
+                       frozen_tier["price_list_version"])
+                if key[0] not in kinds:
+                    continue
+                base[key] = money.add(base[key], Decimal(frozen_tier["amount"]))
+        booked_until: dict[ResourceRef, int] = {}
+        query = sa.select(BookedAdjustment).where(
+            BookedAdjustment.cloud == cloud, BookedAdjustment.source_period == source.period,
+            BookedAdjustment.project_id == project,
+            BookedAdjustment.resource_type.in_(sorted(kinds)))
+        for booked in session.execute(query).scalars():
+            key = (booked.resource_type, booked.resource_id)
+            base[key] = money.add(base[key], booked.amount)
+            booked_until[key] = max(booked_until.get(key, 0), booked.cutoff_seq)
+        recomputed: dict[ResourceRef, Decimal] = collections.defaultdict(lambda: _ZERO)
+        for tier in statements.tier_lines(session, cloud, versions, start, end, now,
+                                          source.minor_units, project_id=project,
+                                          only={rtype for rtype, _rid in mine}):
+            recomputed[tier.adjusted_as] = money.add(recomputed[tier.adjusted_as], tier.amount)
+        for key in sorted(set(recomputed) | set(base)):
+            amount = money.subtract(recomputed[key], base[key])
+            if amount == 0:
+                continue
+            of_type = [ref for ref in mine if tiers.ADJUSTED_PREFIX + ref[0] == key[0]]
+            events = sorted((seq, event_id) for ref in of_type
+                            for seq, event_id, when in history.get(ref, [])
+                            if seq > source.cutoff_seq and when < end)
+            since = booked_until.get(key, source.cutoff_seq)
+            causes = [event_id for seq, event_id in events if seq > since] or [
+                event_id for _seq, event_id in events]
+            found.append(Adjustment(source.period, project, key[0], key[1], amount, causes))
+    return found
 
 
 def pending(

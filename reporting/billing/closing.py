@@ -42,6 +42,7 @@ from reporting.billing import (
     observed,
     periods,
     statements,
+    tiers,
 )
 from reporting.billing.observed import BeforeHistory
 from reporting.billing.versions import timeline
@@ -177,6 +178,10 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
     totals = writes.of(session).freeze_lines(session, cloud, period, versions, now)
     # Refused after the freeze (its count is the frozen lines'): the caller rolls back.
     unrated = _refuse_unrated(cloud, period, totals, accept)
+    # Tier lines are computed from the lines of the tiered types alone, by the pure
+    # rating on every backend; their text is part of the statement's frozen body.
+    tiered = tiers.by_project(statements.tier_lines(
+        session, cloud, versions, _start, end, now, places))
     enveloped: list[dict[str, object]] = []  # the frozen rows, completed
     whole: list[dict[str, object]] = []  # statements of adjustments only
     totals_billed: list[Decimal] = []
@@ -191,6 +196,7 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
             cloud=cloud, project_id=project, period=period, currency_code=code, closed=True,
             computed_at=now, lines=[], adjustments=booked[project],
             frozen=totals.get(project, (money.ZERO, 0)), places=places,
+            tier_lines=tiered.get(project, ()),
         )
         body, lines_at = (statements.envelope(document) if project in totals
                           # adjustments only: no line to freeze, the body is the whole text

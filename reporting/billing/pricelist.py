@@ -45,6 +45,7 @@ from mapping.event import MAX_ID_LEN, TimestampError, parse_timestamp
 from reporting.billing import currencies
 from reporting.billing.money import EXACT as _EXACT
 from reporting.billing.money import MoneyError, parse_decimal
+from reporting.billing.money import text as _text
 
 DEFAULT_LIST = "default"  # applies to every cloud without a list of its own
 _CURRENCY = re.compile(r"^[A-Z]{3}\Z")
@@ -58,16 +59,19 @@ UNITS = {
 }
 _RATE_MEMBERS = {
     "instance": {"per", "by_flavor", "by_resources"},
-    "volume": {"per", "rate", "type_modifiers"},
-    "floating_ip": {"per", "rate"},
-    "image": {"per", "rate"},
+    "volume": {"per", "rate", "type_modifiers", "mode", "tiers"},
+    "floating_ip": {"per", "rate", "mode", "tiers"},
+    "image": {"per", "rate", "mode", "tiers"},
     "loadbalancer": {"per", "rate", "listener", "pool"},
 }
+# How tiers price a period's quantity: each slice at its tier's rate, or the whole
+# quantity at the rate of the tier it reaches (docs/statements.md, "Tiers").
+TIER_MODES = ("graduated", "volume")
 INSTANCE_RESOURCES = ("vcpus", "ram_gb", "disk_gb")
 # A sized type's name (as ``/v1/resource-types`` registers it) and its size member's.
 SIZED_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
 SIZE_MEMBER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
-_SIZED_MEMBERS = {"per", "rate", "size"}
+_SIZED_MEMBERS = {"per", "rate", "size", "mode", "tiers"}
 
 
 class PriceListError(ValueError):
@@ -75,10 +79,19 @@ class PriceListError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
+class Tier:
+    """One tier: its rate prices the quantity above the previous tier's ``up_to`` up to
+    its own (inclusive; None: every quantity above)."""
+
+    up_to: Decimal | None
+    rate: Decimal
+
+
+@dataclasses.dataclass(frozen=True)
 class TypeRate:
     """The rates of one resource type."""
 
-    rate: Decimal | None = None  # every type but instance
+    rate: Decimal | None = None  # every type but instance; with tiers, the first tier's
     by_flavor: Mapping[str, Decimal] = dataclasses.field(default_factory=dict)
     by_resources: Mapping[str, Decimal] | None = None
     type_modifiers: Mapping[str, Decimal] = dataclasses.field(default_factory=dict)
@@ -88,6 +101,9 @@ class TypeRate:
     # alone), and the unit its lines are in ("hour", "<size>_hour").
     size: str | None = None
     unit: str | None = None
+    # Tiers over a project's period quantity (``mode`` one of TIER_MODES); empty: none.
+    tiers: tuple[Tier, ...] = ()
+    mode: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,9 +195,67 @@ def _sized_rate(resource_type: str, entry: dict[str, Any]) -> TypeRate:
         reason = "the size member it names" if size is not None else "no size member"
         raise PriceListError(f"{where}.per must be \"{unit}\" ({reason}: per hour"
                              f"{' × ' + size if size is not None else ''})")
+    rate, tiers, mode = _rate_or_tiers(entry, where)
+    return TypeRate(rate=rate, size=size, unit=unit, tiers=tiers, mode=mode)
+
+
+def _tiers(value: Any, where: str) -> tuple[Tier, ...]:
+    """``tiers``: ascending ``up_to`` quantities, the last one open (null)."""
+    if not isinstance(value, list) or not value:
+        raise PriceListError(
+            f"{where} must be a non-empty list of tiers such as "
+            '{"up_to": "500", "rate": "0.0002"}, the last with "up_to": null')
+    found: list[Tier] = []
+    for index, raw in enumerate(value):
+        at = f"{where}[{index}]"
+        entry = _object(raw, at)
+        _only(entry, {"up_to", "rate"}, at)
+        for member in ("up_to", "rate"):
+            if member not in entry:
+                raise PriceListError(f"{at}.{member} is required"
+                                     + (" (null for the last tier)" if member == "up_to"
+                                        else ""))
+        rate = _decimal(entry["rate"], f"{at}.rate")
+        last = index == len(value) - 1
+        if entry["up_to"] is None:
+            if not last:
+                raise PriceListError(f"{at}.up_to is null but tiers follow it: only the "
+                                     "last tier is open")
+            found.append(Tier(None, rate))
+            continue
+        if last:
+            raise PriceListError(f"{at}.up_to must be null: the last tier is open (it "
+                                 "prices every quantity above the one before)")
+        up_to = _decimal(entry["up_to"], f"{at}.up_to")
+        below = found[-1].up_to if found else Decimal(0)
+        assert below is not None
+        if up_to <= below:
+            raise PriceListError(
+                f"{at}.up_to must be greater than "
+                + (f"{where}[{index - 1}].up_to ({_text(below)})" if found else "0"))
+        found.append(Tier(up_to, rate))
+    return tuple(found)
+
+
+def _rate_or_tiers(entry: Mapping[str, Any], where: str
+                   ) -> tuple[Decimal, tuple[Tier, ...], str | None]:
+    """A type's ``rate``, or its ``tiers`` and ``mode`` (the first tier's rate is then
+    what each line is priced at before its group's tier line)."""
+    if "tiers" in entry:
+        if "rate" in entry:
+            raise PriceListError(f"{where} has both rate and tiers: give one (the tiers' "
+                                 "rates replace the rate)")
+        mode = entry.get("mode")
+        if mode not in TIER_MODES:
+            raise PriceListError(f"{where}.mode must be \"graduated\" or \"volume\" "
+                                 "(how the tiers price the period's quantity)")
+        tiers = _tiers(entry["tiers"], f"{where}.tiers")
+        return tiers[0].rate, tiers, mode
+    if "mode" in entry:
+        raise PriceListError(f"{where}.mode is only a member with tiers")
     if "rate" not in entry:
         raise PriceListError(f"{where}.rate is required")
-    return TypeRate(rate=_decimal(entry["rate"], f"{where}.rate"), size=size, unit=unit)
+    return _decimal(entry["rate"], f"{where}.rate"), (), None
 
 
 def _type_rate(resource_type: str, value: Any) -> TypeRate:
@@ -203,10 +277,9 @@ def _type_rate(resource_type: str, value: Any) -> TypeRate:
         if not by_flavor and by_resources is None:
             raise PriceListError(f"{where} needs by_flavor or by_resources")
         return TypeRate(by_flavor=by_flavor, by_resources=by_resources)
-    if "rate" not in entry:
-        raise PriceListError(f"{where}.rate is required")
+    rate, tiers, mode = _rate_or_tiers(entry, where)  # a load balancer's members hold no tiers
     return TypeRate(
-        rate=_decimal(entry["rate"], f"{where}.rate"),
+        rate=rate, tiers=tiers, mode=mode,
         type_modifiers=_decimals(entry.get("type_modifiers", {}), f"{where}.type_modifiers"),
         listener=_decimal(entry.get("listener", "0"), f"{where}.listener"),
         pool=_decimal(entry.get("pool", "0"), f"{where}.pool"),
@@ -231,6 +304,10 @@ def _override(name: str, value: Any, where: str, rates: Mapping[str, TypeRate]) 
         override = _type_rate(name, value)
     except PriceListError as exc:
         raise PriceListError(str(exc).replace(f"rates.{name}", f"{where}.{name}", 1)) from None
+    if override.tiers:
+        raise PriceListError(
+            f"{where}.{name}.tiers: a project's terms give a rate, not tiers (tiers price "
+            "the quantity of the project's whole period, a term only a stretch of it)")
     if override.size != rates[name].size:
         raise PriceListError(
             f"{where}.{name}.size must be {rates[name].size!r} as in rates.{name}: an override "

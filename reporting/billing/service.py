@@ -22,6 +22,7 @@ from reporting.billing import (
     periods,
     rating,
     statements,
+    tiers,
 )
 from reporting.billing.versions import timeline
 from reporting.db import writes
@@ -67,7 +68,7 @@ def statement_text(session: Session, cloud: str, project_id: str, period: str,
     return statements.text(statements.document(
         cloud=cloud, project_id=project_id, period=period,
         currency_code=statements.currency(versions, end), closed=False, computed_at=now,
-        lines=lines, adjustments=found,
+        lines=lines, adjustments=found, tier_lines=tiers.tier_lines(lines, versions),
     ))
 
 
@@ -110,6 +111,12 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
     page = sorted(set(totals) | set(extra))[:limit + 1]
     more = len(page) > limit
     page = page[:limit]
+    if page:  # the tier lines of the page's projects (read only when a version has tiers)
+        tiered = tiers.by_project(statements.tier_lines(
+            session, cloud, versions, start, end, now, projects=(page[0], page[-1])))
+        totals = {project: (money.add(subtotal, tiers.total(tiered[project])), unrated)
+                  if project in tiered else (subtotal, unrated)
+                  for project, (subtotal, unrated) in totals.items()}
     found: dict[str, Decimal] = collections.defaultdict(lambda: money.ZERO)
     for adjustment in pending:
         found[adjustment.project_id] = money.add(found[adjustment.project_id], adjustment.amount)

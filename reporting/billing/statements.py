@@ -11,7 +11,7 @@ import collections
 import dataclasses
 import datetime as dt
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from mapping.event import format_timestamp
-from reporting.billing import currencies, money, periods, rating
+from reporting.billing import currencies, money, periods, rating, tiers
 from reporting.billing.pricelist import PriceVersion
 from reporting.db.billing_models import BillingPeriod
 from reporting.db.models import ResourceInterval
@@ -77,15 +77,19 @@ def _rated(rows: Iterable[Any]) -> list[rating.RatedInterval]:
 def intervals(
     session: Session, cloud: str, start: dt.datetime, end: dt.datetime,
     project_id: str | None = None, projects: tuple[str, str] | None = None,
+    types: Collection[str] | None = None,
 ) -> list[rating.RatedInterval]:
     """The intervals of ``cloud`` overlapping ``[start, end)``, of one project or of the
-    projects in the range ``projects`` (first, last) if given."""
+    projects in the range ``projects`` (first, last) if given, of ``types`` only if
+    given."""
     model = ResourceInterval
     query = sa.select(*_COLUMNS).where(model.cloud == cloud, *_overlapping(start, end))
     if project_id is not None:
         query = query.where(model.project_id == project_id)
     if projects is not None:
         query = query.where(model.project_id >= projects[0], model.project_id <= projects[1])
+    if types is not None:
+        query = query.where(model.resource_type.in_(sorted(types)))
     return _rated(session.execute(query))
 
 
@@ -134,6 +138,25 @@ def python_subtotals(session: Session, cloud: str, versions: list[PriceVersion],
     }
 
 
+def tier_lines(session: Session, cloud: str, versions: list[PriceVersion],
+               start: dt.datetime, end: dt.datetime, now: dt.datetime,
+               places: int | None = None, project_id: str | None = None,
+               projects: tuple[str, str] | None = None,
+               only: Collection[str] | None = None) -> list[tiers.TierLine]:
+    """The tier lines of the period ``[start, end)`` (of one project, or the range
+    ``projects``, of the types ``only``, if given): the lines of the types some
+    version prices with tiers only, rated as a statement rates them (nothing read
+    when no version has tiers)."""
+    types = tiers.tiered_types(v for v in versions if v.effective_from < end)
+    if only is not None:
+        types &= set(only)
+    if not types:
+        return []
+    rows = intervals(session, cloud, start, min(end, now), project_id, projects, types)
+    return tiers.tier_lines(rating.rate_intervals(rows, versions, start, end, now, places),
+                            versions, places)
+
+
 def currency(versions: Sequence[PriceVersion], period_end: dt.datetime) -> str | None:
     """The currency of the version in effect at the end of the period."""
     in_force = [v for v in versions if v.effective_from < period_end]
@@ -144,14 +167,18 @@ def document(
     *, cloud: str, project_id: str, period: str, currency_code: str | None, closed: bool,
     computed_at: dt.datetime, lines: Sequence[rating.Line], adjustments: Sequence[Adjustment],
     frozen: tuple[Decimal, int] | None = None, places: int | None = None,
+    tier_lines: Sequence[tiers.TierLine] = (),
 ) -> dict[str, Any]:
     """The statement as answered (field order fixed).  ``frozen``: the subtotal and
     unrated count of lines left out of ``lines`` (a frozen statement's envelope,
     ``envelope``).  Amounts have ``places`` decimals: the minor units of the
-    currency (None: of ``currency_code``), or those a close recorded."""
+    currency (None: of ``currency_code``), or those a close recorded.  ``tier_lines``
+    (``tiers``) follow the lines, only when there are some, and count in the subtotal."""
     if places is None:
         places = currencies.places(currency_code)
     subtotal = rating.subtotal(lines) if frozen is None else frozen[0]
+    if tier_lines:
+        subtotal = money.add(subtotal, tiers.total(tier_lines))
     adjustments_total = money.total(a.amount for a in adjustments)
     return {
         "cloud": cloud,
@@ -162,6 +189,7 @@ def document(
         "provisional": not closed,
         "computed_at": format_timestamp(computed_at),
         "lines": [line.as_dict() for line in lines],
+        **({"tiers": [tier.as_dict() for tier in tier_lines]} if tier_lines else {}),
         "adjustments": [a.as_dict(places) for a in adjustments],
         "subtotal": money.money(subtotal, places),
         "adjustments_total": money.money(adjustments_total, places),

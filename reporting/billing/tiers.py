@@ -1,0 +1,176 @@
+"""Tiers: a type's rate by the quantity of a project's whole period (pure, no I/O).
+
+A rate entry with ``tiers`` (``pricelist.Tier``) prices each line at the first tier's
+rate, as any rate; the project's statement then carries one **tier line** per
+(price list version, type) whose lines it priced, bringing those lines to the tiered
+price of their total quantity ``Q`` (docs/statements.md, "Tiers"):
+
+- ``graduated``: ``P(Q)`` = each slice of ``Q`` at its tier's rate;
+  ``volume``: ``P(Q)`` = ``Q`` × the rate of the tier ``Q`` reaches (``up_to`` inclusive);
+- modifiers still multiply each line: with ``W`` = Σ quantity × modifier, the group
+  owes ``P(Q) / Q × W`` (``P(Q)`` itself when every modifier is 1), its lines
+  ``rate₀ × W`` exactly, and the tier line the difference, **rounded once** to the
+  minor unit like a line.
+
+A tier line depends only on the sums of its lines, never on their order, so a
+statement computed now, a close and a recomputation give the same one; a line keeps
+its own amount, so frozen lines and per-resource adjustments are what they were, and
+a group's tier line is adjusted as one more item (``adjustments``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from reporting.billing import money
+from reporting.billing.pricelist import PriceVersion, Tier, TypeRate
+from reporting.billing.rating import Line
+
+# An adjustment of a tier line names it as a resource that no real one can be: the
+# resource type ``tier:<type>`` (a type name holds no colon) and the version's label.
+ADJUSTED_PREFIX = "tier:"
+
+
+@dataclasses.dataclass(frozen=True)
+class TierLine:
+    """What tiers change of one project's lines of one type under one version."""
+
+    project_id: str
+    resource_type: str
+    price_list_version: str
+    mode: str
+    unit: str | None
+    rate: Decimal  # the first tier's: what the lines are priced at
+    quantity: Fraction  # Q, the lines' quantities summed
+    modified_quantity: Fraction  # W, each quantity × its line's modifier, summed
+    slices: tuple[tuple[Tier, Fraction], ...]  # the tiers reached, with what each priced
+    tiered: Fraction  # P(Q) / Q × W
+    exact_amount: Fraction  # tiered − rate × W
+    places: int = money.MINOR_PLACES
+    amount: Decimal = dataclasses.field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "amount", money.round_half_even(self.exact_amount, self.places))
+
+    @property
+    def adjusted_as(self) -> tuple[str, str]:
+        """The (resource_type, resource_id) an adjustment of this tier line names."""
+        return ADJUSTED_PREFIX + self.resource_type, self.price_list_version
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "resource_type": self.resource_type,
+            "price_list_version": self.price_list_version,
+            "mode": self.mode,
+            "quantity": money.display(self.quantity),
+            "unit": self.unit,
+            "modified_quantity": money.display(self.modified_quantity),
+            "rate": money.text(self.rate),
+            "tiers": [{"up_to": None if tier.up_to is None else money.text(tier.up_to),
+                       "rate": money.text(tier.rate), "quantity": money.display(part)}
+                      for tier, part in self.slices],
+            "amount_at_rate_unrounded": money.display(Fraction(self.rate)
+                                                      * self.modified_quantity),
+            "amount_tiered_unrounded": money.display(self.tiered),
+            "amount_unrounded": money.display(self.exact_amount),
+            "amount": money.money(self.amount, self.places),
+        }
+
+
+def slices(tiers: Sequence[Tier], mode: str, quantity: Fraction
+           ) -> tuple[tuple[Tier, Fraction], ...]:
+    """The tiers ``quantity`` reaches, each with the part of it that tier prices:
+    graduated, each slice; volume, the whole quantity at the tier it reaches."""
+    if mode == "volume":
+        for tier in tiers:
+            if tier.up_to is None or quantity <= Fraction(tier.up_to):
+                return ((tier, quantity),)
+        raise AssertionError("the last tier is open")
+    found: list[tuple[Tier, Fraction]] = []
+    below = Fraction(0)
+    for tier in tiers:
+        top = quantity if tier.up_to is None else min(quantity, Fraction(tier.up_to))
+        found.append((tier, max(top - below, Fraction(0))))
+        if tier.up_to is None or quantity <= Fraction(tier.up_to):
+            break
+        below = Fraction(tier.up_to)
+    return tuple(found)
+
+
+def price(tiers: Sequence[Tier], mode: str, quantity: Fraction) -> Fraction:
+    """``P(Q)``: what the tiers price ``quantity`` at, exactly."""
+    return sum((Fraction(tier.rate) * part for tier, part in slices(tiers, mode, quantity)),
+               Fraction(0))
+
+
+def tiered_types(versions: Iterable[PriceVersion]) -> set[str]:
+    """The types some version prices with tiers."""
+    return {name for version in versions for name, rates in version.rates.items()
+            if rates.tiers}
+
+
+def _entry(line: Line, versions: Sequence[PriceVersion]) -> TypeRate | None:
+    """The tiered entry that priced ``line``, if any: its version's, unless the
+    project's terms in force over it gave the type a rate of their own."""
+    piece = None
+    for version in versions:
+        if version.label == line.price_list_version and version.effective_from <= line.start:
+            piece = version
+    if piece is None:
+        return None
+    rates = piece.rates.get(line.resource_type)
+    if rates is None or not rates.tiers:
+        return None
+    term = piece.terms.get(line.project_id)
+    if term is not None and line.resource_type in term.rates:
+        return None
+    return rates
+
+
+def tier_lines(lines: Iterable[Line], versions: Sequence[PriceVersion],
+               places: int | None = None) -> list[TierLine]:
+    """The tier lines of ``lines`` (any projects), by project, type and version;
+    rounded to ``places`` (None: each version's currency's minor units).  Unrated and
+    zero-rated lines are in no group."""
+    order = {version.label: index for index, version in reversed(list(enumerate(versions)))}
+    groups: dict[tuple[str, str, str], list[Any]] = {}
+    for line in lines:
+        if line.exact_amount is None or line.zero_rated or line.modifier is None:
+            continue
+        assert line.price_list_version is not None
+        rates = _entry(line, versions)
+        if rates is None:
+            continue
+        key = (line.project_id, line.resource_type, line.price_list_version)
+        group = groups.setdefault(key, [rates, line.unit, Fraction(0), Fraction(0)])
+        group[2] += line.quantity
+        group[3] += line.quantity * Fraction(line.modifier)
+    minor = {version.label: version.minor_units for version in versions}
+    found = []
+    for (project, resource_type, label), (rates, unit, total, weighted) in sorted(
+            groups.items(), key=lambda item: (item[0][0], item[0][1], order[item[0][2]])):
+        if total == 0:
+            continue  # nothing to price (sizes of zero)
+        assert rates.mode is not None and rates.rate is not None
+        tiered = price(rates.tiers, rates.mode, total) * weighted / total
+        found.append(TierLine(
+            project, resource_type, label, rates.mode, unit, rates.rate, total, weighted,
+            slices(rates.tiers, rates.mode, total), tiered,
+            tiered - Fraction(rates.rate) * weighted,
+            minor[label] if places is None else places))
+    return found
+
+
+def by_project(found: Iterable[TierLine]) -> dict[str, list[TierLine]]:
+    grouped: dict[str, list[TierLine]] = {}
+    for line in found:
+        grouped.setdefault(line.project_id, []).append(line)
+    return grouped
+
+
+def total(found: Iterable[TierLine]) -> Decimal:
+    return money.total(line.amount for line in found)

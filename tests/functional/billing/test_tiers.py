@@ -1,0 +1,137 @@
+"""Tiers through the API (SQLite and PostgreSQL), hand-computed: a project's period
+quantity of volumes priced graduated and by volume; the summaries (PostgreSQL: the
+set-based rating of the lines, the tier lines added), the close, and late facts'
+adjustments of the tier line on the next open periods; a bad tier is refused."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from flask.testing import FlaskClient
+from sqlalchemy.orm import Session, sessionmaker
+
+from tests.functional.billing.history import ACCEPT, event, seed
+from tests.functional.reporting.fixtures import auth
+from tests.unit.billing.test_rating import V1
+from tests.unit.billing.test_tiers import GRADUATED, VOLUME
+
+ADMIN, READ = auth("admin"), auth("read")
+
+
+def _prices(volume: dict[str, Any]) -> dict[str, Any]:
+    return {**copy.deepcopy(V1), "effective_from": "2026-09-01T00:00:00Z",
+            "rates": {**copy.deepcopy(V1["rates"]), "volume": copy.deepcopy(volume)}}
+
+
+def _statement(client: FlaskClient, project: str, period: str = "2026-10") -> dict[str, Any]:
+    response = client.get(f"/v1/statements?cloud=c1&period={period}&project_id={project}",
+                          headers=READ)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_json()  # type: ignore[no-any-return]
+
+
+def _summaries(client: FlaskClient, period: str = "2026-10") -> list[tuple[str, str, str]]:
+    body = client.get(f"/v1/statements?cloud=c1&period={period}", headers=READ).get_json()
+    return [(s["project_id"], s["subtotal"], s["total"]) for s in body["items"]]
+
+
+def _volume(rid: str, day: int, hours: int, size_gb: int, project: str = "p1"
+            ) -> list[dict[str, Any]]:
+    return [event("volume.create.end", rid, f"2026-10-{day:02d}T00:00:00Z",
+                  resource_type="volume", project_id=project, state="available",
+                  size={"size_gb": size_gb, "type": "standard"}),
+            event("volume.delete.end", rid, f"2026-10-{day:02d}T{hours:02d}:00:00Z",
+                  resource_type="volume", project_id="")]
+
+
+def _adjustments(document: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    return [(a["period"], a["resource_type"], a["resource_id"], a["amount"])
+            for a in document["adjustments"]]
+
+
+def test_graduated_tiers_close_and_late_facts_adjust_the_tier_line(
+        client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+    assert client.put("/v1/price-lists/default", json=_prices(GRADUATED),
+                      headers=ADMIN).status_code == 201
+    # p1: 50 GB for 20 h (1000 GB-h, 0.20 at the first tier's rate) and 25 GB for 20 h
+    # (500 GB-h, 0.10): Q = 1500 = 500 x 0.0002 + 1000 x 0.0001 = 0.20, tier line -0.10.
+    # p2: 10 GB for 10 h, 100 GB-h in the first tier: 0.02, tier line 0.00
+    seed(session_factory, [*_volume("vol-a", 2, 20, 50), *_volume("vol-b", 5, 20, 25),
+                           *_volume("vol-c", 6, 10, 10, project="p2")])
+    open_p1 = _statement(client, "p1")
+    assert [x["amount"] for x in open_p1["lines"]] == ["0.20", "0.10"]
+    (tier,) = open_p1["tiers"]
+    assert (tier["resource_type"], tier["quantity"], tier["amount_tiered_unrounded"],
+            tier["amount"]) == ("volume", "1500", "0.2", "-0.10")
+    assert [(x["up_to"], x["quantity"]) for x in tier["tiers"]] == [("500", "500"),
+                                                                    (None, "1000")]
+    assert open_p1["subtotal"] == "0.20"
+    assert _statement(client, "p2")["tiers"][0]["amount"] == "0.00"
+    assert _summaries(client) == [("p1", "0.20", "0.20"), ("p2", "0.02", "0.02")]
+    csv = client.get("/v1/statements?cloud=c1&period=2026-10&project_id=p1",
+                     headers={**READ, "Accept": "text/csv"}).get_data(as_text=True)
+    assert '\r\ntiers,"[{""amount"":""-0.10""' in csv
+
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN,
+                       json=ACCEPT).status_code == 200
+    closed = _statement(client, "p1")
+    assert closed["status"] == "closed"
+    assert (closed["lines"], closed["tiers"], closed["subtotal"]) == (
+        open_p1["lines"], open_p1["tiers"], "0.20")
+    assert _summaries(client) == [("p1", "0.20", "0.20"), ("p2", "0.02", "0.02")]
+
+    # a late 25 GB for 20 h on 10-07: Q = 2000 = 0.10 + 0.15 = 0.25; vol-d's line 0.10,
+    # the tier line -0.15 instead of the -0.10 frozen: -0.05 on November
+    seed(session_factory, _volume("vol-d", 7, 20, 25))
+    november = _statement(client, "p1", "2026-11")
+    assert _adjustments(november) == [("2026-10", "volume", "vol-d", "0.10"),
+                                      ("2026-10", "tier:volume", "default/1", "-0.05")]
+    assert november["adjustments"][1]["event_ids"]
+    assert november["total"] == "0.05"
+    assert _summaries(client, "2026-11") == [("p1", "0.00", "0.05")]
+    assert _statement(client, "p2", "2026-11")["adjustments"] == []
+
+    # closing November books them; one more late 500 GB-h: Q = 2500 = 0.10 + 0.20 =
+    # 0.30, the tier line -0.20 against -0.10 frozen and -0.05 booked: -0.05 on December
+    assert client.post("/v1/periods/c1/2026-11/close", headers=ADMIN,
+                       json=ACCEPT).status_code == 200
+    seed(session_factory, _volume("vol-e", 8, 20, 25))
+    december = _statement(client, "p1", "2026-12")
+    assert _adjustments(december) == [("2026-10", "volume", "vol-e", "0.10"),
+                                      ("2026-10", "tier:volume", "default/1", "-0.05")]
+    # frozen 0.20 + booked 0.05 + pending 0.05 = 0.30, October recomputed
+    assert _statement(client, "p1", "2026-11")["adjustments_total"] == "0.05"
+
+
+def test_volume_tiers_price_the_whole_quantity_at_the_tier_reached(
+        client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+    assert client.put("/v1/price-lists/default", json=_prices(VOLUME),
+                      headers=ADMIN).status_code == 201
+    # p1: 1500 GB-h reach the second tier: 1500 x 0.0001 = 0.15 (lines 0.30, tier -0.15);
+    # p2: 500 GB-h stay in the first (up_to inclusive): 0.10, tier line 0.00
+    seed(session_factory, [*_volume("vol-a", 2, 20, 50), *_volume("vol-b", 5, 20, 25),
+                           *_volume("vol-c", 6, 20, 25, project="p2")])
+    assert _statement(client, "p1")["tiers"][0]["amount"] == "-0.15"
+    assert _summaries(client) == [("p1", "0.15", "0.15"), ("p2", "0.10", "0.10")]
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN,
+                       json=ACCEPT).status_code == 200
+    assert _summaries(client) == [("p1", "0.15", "0.15"), ("p2", "0.10", "0.10")]
+    # p2 moves up a tier by a late 10 h of 10 GB: 600 GB-h x 0.0001 = 0.06; its lines
+    # 0.10 + 0.02, the tier line -0.06 against 0.00 frozen
+    seed(session_factory, _volume("vol-f", 9, 10, 10, project="p2"))
+    assert _adjustments(_statement(client, "p2", "2026-11")) == [
+        ("2026-10", "volume", "vol-f", "0.02"), ("2026-10", "tier:volume", "default/1", "-0.06")]
+    assert _summaries(client, "2026-11") == [("p2", "0.00", "-0.04")]
+
+
+def test_a_bad_tier_is_refused_naming_it(client: FlaskClient) -> None:
+    volume = {**GRADUATED, "tiers": [{"up_to": "500", "rate": "0.0002"},
+                                     {"up_to": "100", "rate": "0.0001"},
+                                     {"up_to": None, "rate": "0"}]}
+    response = client.put("/v1/price-lists/default", json=_prices(volume), headers=ADMIN)
+    assert response.status_code == 400
+    error = response.get_json()["error"]
+    assert (error["code"], error["message"]) == (
+        "invalid_price_list",
+        "rates.volume.tiers[1].up_to must be greater than rates.volume.tiers[0].up_to (500)")
