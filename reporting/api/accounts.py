@@ -26,7 +26,7 @@ from reporting.api.billing_common import caller_name, cloud_path, period_name
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.api.periods import require_known
-from reporting.api.statements import LINE_FIELDS, NUMERIC_FIELDS, neutralised
+from reporting.api.statements import LINE_FIELDS, NUMERIC_FIELDS, neutralised, tier_row
 from reporting.billing import (
     account_statements,
     accounts,
@@ -140,7 +140,7 @@ def post_membership(account_id: str) -> Any:
 def account_csv(document: dict[str, Any]) -> str:
     """An account statement as CSV, every member in the JSON's order: a row per
     top-level member, then per section a ``project`` row (``value``: its status), its
-    ``line`` and ``adjustment`` rows and its totals, then a ``manual_line`` row per
+    ``line``, ``tier`` and ``adjustment`` rows and its totals, then a ``manual_line`` row per
     credit or charge booked by hand, then one row per currency total
     (``account_subtotal`` …, ``currency`` filled; ``account_commitment_…`` where a
     commitment applies)."""
@@ -154,6 +154,8 @@ def account_csv(document: dict[str, Any]) -> str:
                              False))
                 rows.extend(({**blank, **where, "record": "line", **line}, False)
                             for line in item["lines"])
+                rows.extend(({**blank, **where, **tier_row(tier)}, False)
+                            for tier in item.get("tiers", []))
                 rows.extend(({**blank, **where, "record": "adjustment", **adjustment}, False)
                             for adjustment in item["adjustments"])
                 rows.extend(({**blank, **where, "record": total, "value": item[total]}, True)

@@ -30,7 +30,7 @@ from reporting.api.auth import require_role
 from reporting.api.billing_common import cloud_path, period_name
 from reporting.api.errors import ApiError
 from reporting.api.periods import require_known
-from reporting.api.statements import LINE_FIELDS, NUMERIC_FIELDS, cell, neutralised
+from reporting.api.statements import LINE_FIELDS, NUMERIC_FIELDS, cell, neutralised, tier_row
 from reporting.billing import delivery, handoff
 from reporting.billing.delivery import Deliverer, settings
 from reporting.clock import utcnow
@@ -170,7 +170,8 @@ def _rows(writer: Any, rows: list[dict[str, Any]]) -> None:
 
 
 def _export_csv(session: Any, closed: BillingPeriod) -> Iterator[str]:
-    """One row per line (``record`` ``line``), per adjustment (``adjustment``) and
+    """One row per line (``record`` ``line``), per tier line (``tier``: the columns it
+    shares with a line), per adjustment (``adjustment``) and
     per statement (``statement``, after its lines: the totals), each with the
     statement's number, project and currency."""
     out = io.StringIO()
@@ -181,6 +182,8 @@ def _export_csv(session: Any, closed: BillingPeriod) -> Iterator[str]:
         which = {"number": number, "project_id": document["project_id"],
                  "currency": document["currency"]}
         rows = [{**which, "record": "line", **line} for line in document["lines"]]
+        rows.extend({**which, **tier_row(tier, value=False)}
+                    for tier in document.get("tiers", []))
         rows.extend({**which, "record": "adjustment", **item}
                     for item in document["adjustments"])
         rows.append({**which, "record": "statement",

@@ -89,15 +89,30 @@ def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
     return out.getvalue()
 
 
+# The columns of a line a tier line fills (the rest of it is in its ``value``).
+_TIER_COLUMNS = ("resource_type", "price_list_version", "quantity", "unit", "rate",
+                 "amount_unrounded", "amount")
+
+
+def tier_row(tier: dict[str, Any], value: bool = True) -> dict[str, Any]:
+    """A tier line as a CSV row (``record`` ``tier``): the columns it shares with a
+    line, and in ``value`` (where the CSV has one) the whole tier line as JSON."""
+    row = {"record": "tier", **{name: tier[name] for name in _TIER_COLUMNS}}
+    return {**row, "value": tier} if value else row
+
+
 def statement_csv(document: dict[str, Any]) -> str:
     """A statement as CSV, every member of its JSON in the JSON's order: one row per
-    line (``record`` ``line``), per adjustment (``adjustment``), and per other member
+    line (``record`` ``line``), per tier line (``tier``), per adjustment
+    (``adjustment``), and per other member
     (``record`` its name, ``value`` its value): the same data, nothing left out."""
     rows: list[dict[str, Any]] = []
     blank = dict.fromkeys(CSV_FIELDS)
     for name, value in document.items():
         if name == "lines":
             rows.extend({**blank, "record": "line", **line} for line in value)
+        elif name == "tiers":
+            rows.extend({**blank, **tier_row(item)} for item in value)
         elif name == "adjustments":
             rows.extend({**blank, "record": "adjustment", **item} for item in value)
         else:

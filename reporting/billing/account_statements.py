@@ -8,6 +8,7 @@ split there, each part's quantity and exact amount in proportion to its length (
 line's price is the same over all of it), then rounded on its own like any line.  The
 adjustments booked on (or pending for) the period belong to the section starting at
 the period's start: to the account holding the project when the period began.
+The tier lines of the project's period (``reporting.billing.tiers``) go with them.
 The credits and charges booked by hand on the account's period of each cloud
 (``reporting.billing.manual_lines``) follow the sections, and count in the totals of
 their currency.  The minimum commitment in force at the period's start
@@ -36,6 +37,7 @@ from reporting.billing import (
     money,
     periods,
     rating,
+    tiers,
 )
 from reporting.billing import statements as project_statements
 from reporting.billing.versions import timeline
@@ -72,6 +74,7 @@ class _Project:
     lines: list[rating.Line]
     legacy_lines: list[dict[str, Any]] | None  # a close before lines were frozen apart
     adjustments: list[dict[str, Any]]
+    tiers: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 def _project(session: Session, cloud: str, project_id: str, period: str,
@@ -87,7 +90,7 @@ def _project(session: Session, cloud: str, project_id: str, period: str,
         lines = [] if legacy is not None else frozen.lines(session, row,
                                                            places=record.minor_units)
         return _Project(record, envelope["currency"], record.minor_units, lines, legacy,
-                        envelope["adjustments"])
+                        envelope["adjustments"], envelope.get("tiers", []))
     versions = timeline(session, cloud)
     currency = project_statements.currency(versions, end)
     places = currencies.places(currency)
@@ -95,7 +98,8 @@ def _project(session: Session, cloud: str, project_id: str, period: str,
         project_statements.intervals(session, cloud, start, min(end, now), project_id),
         versions, start, end, now)
     found = adjustments.pending(session, cloud, period, closed, versions, now, project_id)
-    return _Project(None, currency, places, lines, None, [a.as_dict(places) for a in found])
+    return _Project(None, currency, places, lines, None, [a.as_dict(places) for a in found],
+                    [tier.as_dict() for tier in tiers.tier_lines(lines, versions)])
 
 
 def _legacy_within(lines: list[dict[str, Any]], stretch: accounts.Stretch,
@@ -119,8 +123,13 @@ def section(stretch: accounts.Stretch, period: str, project: _Project) -> dict[s
     else:
         kept = [clip(line, stretch.start, stretch.end) for line in project.lines]
         rendered = [line.as_dict() for line in kept if line is not None]
-    booked = project.adjustments if stretch.start == start else []
-    subtotal = money.total(a for a in (_amount(x["amount"]) for x in rendered) if a is not None)
+    at_start = stretch.start == start
+    booked = project.adjustments if at_start else []
+    # The tier lines price the project's whole period: with its adjustments, they go to
+    # the account holding the project when the period began.
+    tier_lines = project.tiers if at_start else []
+    subtotal = money.total(a for a in (_amount(x["amount"]) for x in [*rendered, *tier_lines])
+                           if a is not None)
     adjustments_total = money.total(Decimal(a["amount"]) for a in booked)
     places = project.places
     return {
@@ -129,7 +138,8 @@ def section(stretch: accounts.Stretch, period: str, project: _Project) -> dict[s
         "from": format_timestamp(stretch.start), "to": format_timestamp(stretch.end),
         "status": "closed" if project.closed is not None else "open",
         "currency": project.currency, "places": places,
-        "lines": rendered, "adjustments": booked,
+        "lines": rendered, **({"tiers": tier_lines} if tier_lines else {}),
+        "adjustments": booked,
         "subtotal": money.money(subtotal, places),
         "adjustments_total": money.money(adjustments_total, places),
         "total": money.money(money.add(subtotal, adjustments_total), places),

@@ -27,6 +27,11 @@ misspelt key never silently prices something at nothing.  A new version
 is not an ISO 4217 code with a minor unit: a stored version is never removed, so
 whatever it holds is priced, summed and closed with for ever.
 
+A ``volume``, ``image``, ``floating_ip`` or sized entry may give ``tiers`` and a
+``mode`` instead of ``rate`` (``{"mode": "graduated", "tiers": [{"up_to": "500",
+"rate": "0.0002"}, {"up_to": null, "rate": "0.0001"}]}``): ascending bounds, the last
+open; ``reporting.billing.tiers`` prices a project's period quantity with them.
+
 ``project_terms`` gives projects dated terms of their own (their own rates for some
 types, a percentage discount); ``expand`` cuts a version where one begins or ends, so
 the rating sees, piece by piece, the terms in force.

@@ -93,6 +93,17 @@ SUMMARY_COLUMNS = [table.field(name) for name in (
     "project_id", "subtotal", "adjustments_total", "total", "unrated_lines", "number")]
 
 
+def _tier_row(tier: dict[str, Any]) -> dict[str, Any]:
+    """A tier line as a table row: its quantity, the lines' rate, what it changes, and
+    in ``note`` the tiers that priced the quantity."""
+    reached = ", ".join(f"{t['quantity']} at {t['rate']}" for t in tier["tiers"])
+    return {"resource_type": tier["resource_type"], "resource_id": None, "state": None,
+            "start": None, "end": None, "price_list_version": tier["price_list_version"],
+            "quantity": tier["quantity"], "unit": tier["unit"], "rate": tier["rate"],
+            "modifier": None, "amount": tier["amount"], "unrated": None, "zero_rated": False,
+            "note": f"{tier['mode']} tiers: {reached}"}
+
+
 def statement(client: ApiClient, args: argparse.Namespace) -> Output:
     params = {"cloud": args.cloud, "period": args.period, "project_id": args.project}
     if args.format == "csv":
@@ -105,7 +116,7 @@ def statement(client: ApiClient, args: argparse.Namespace) -> Output:
         items = client.pages("/v1/statements", params, None)
         return Output(items, SUMMARY_COLUMNS, items)
     body = client.get("/v1/statements", params)
-    rows = body["lines"] + [
+    rows = body["lines"] + [_tier_row(tier) for tier in body.get("tiers", [])] + [
         {"resource_type": a["resource_type"], "resource_id": a["resource_id"], "state": None,
          "start": None, "end": None, "price_list_version": None, "quantity": None,
          "unit": None, "rate": None, "modifier": None, "amount": a["amount"], "unrated": None,

@@ -1,5 +1,6 @@
 """For any history of instances, volumes and shares (a sized type, registered with
-its size schema), priced with dated project terms (own rates, discounts), and any
+its size schema), priced with dated project terms (own rates, discounts) and drawn
+tiers (graduated or volume, over volumes' GB-hours and later shares' hours), and any
 arrival order, split anywhere by
 closes, with a price version added after the first close (for a later period): every
 frozen statement stays byte for byte what it was, it is the statement of the facts
@@ -100,6 +101,28 @@ LATER = {
     "project_terms": {"p1": [{"discount_percent": "7.5", "rates": {
         "volume": {"per": "gb_hour", "rate": "0.00011"}}}]},
 }
+
+
+def _tiers(data: st.DataObject, name: str, ups: list[int], rates: list[str]
+           ) -> dict[str, Any]:
+    """Drawn tiers (or none) for a rate entry: a mode, 1 to 3 ascending bounds, rates."""
+    mode = data.draw(st.sampled_from([None, "graduated", "volume"]), label=f"{name} tiers")
+    if mode is None:
+        return {}
+    bounds = sorted(set(data.draw(st.lists(st.sampled_from(ups), min_size=1, max_size=3),
+                                  label=f"{name} tier bounds")))
+    drawn = data.draw(st.lists(st.sampled_from(rates), min_size=len(bounds) + 1,
+                               max_size=len(bounds) + 1), label=f"{name} tier rates")
+    return {"mode": mode, "tiers": [{"up_to": None if up is None else str(up), "rate": rate}
+                                    for up, rate in zip([*bounds, None], drawn, strict=True)]}
+
+
+def _tiered(document: dict[str, Any], name: str, drawn: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with its ``rates.<name>`` priced by ``drawn`` tiers (if any)."""
+    if not drawn:
+        return document
+    entry = {k: v for k, v in document["rates"][name].items() if k != "rate"}
+    return {**document, "rates": {**document["rates"], name: {**entry, **drawn}}}
 
 
 def register_share(session: Session) -> None:
@@ -212,9 +235,11 @@ def _check_accounts(session: Session, period: str,
                     key = (line["resource_id"], line["start"], line["end"])
                     if key in unsplit:
                         assert line["amount"] == unsplit[key]
-                # The adjustments go to the account holding the project at the start.
+                # The adjustments and the tier lines go to the account holding the
+                # project at the start.
                 at_start = section["from"] == whole["period"] + "-01T00:00:00.000000Z"
                 assert section["adjustments"] == (whole["adjustments"] if at_start else [])
+                assert section.get("tiers") == (whole.get("tiers") if at_start else None)
 
 
 def _check(factory: sessionmaker[Session], frozen_before: dict[str, dict[str, Any]],
@@ -279,10 +304,17 @@ def _emptied(factory: sessionmaker[Session]) -> Iterator[sessionmaker[Session]]:
 
 def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
              data: st.DataObject) -> None:
+    # Drawn tiers: the volumes' GB-hours of default/1 and /2, the shares' hours from the
+    # later version on (p1's own volume rate there prices its volumes without them).
+    volume_tiers = _tiers(data, "volume", [30, 300, 3000, 30000],
+                          ["0.00010", "0.00004", "0.00025", "0"])
+    later_prices = _tiered(LATER, "share", _tiers(data, "share", [10, 100, 1000],
+                                           ["0.0125", "0.005", "0.02"]))
     with factory() as session:
         register_share(session)
         for document in SIZED_PRICES:
-            versions.add(session, "default", document, "test", NOW)
+            versions.add(session, "default", _tiered(document, "volume", volume_tiers),
+                         "test", NOW)
         # Observed since before October (the property is about arrival orders and close
         # points, not where the history begins: test_close_acceptance.py is).
         for name in ACCOUNTS:
@@ -343,7 +375,7 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
             effective = dt.datetime(2026, 11, 1) + dt.timedelta(hours=later)
             with factory() as session:
                 versions.add(session, "default", {
-                    **LATER, "effective_from": effective.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                    **later_prices, "effective_from": effective.strftime("%Y-%m-%dT%H:%M:%SZ")},
                     "test", NOW)
                 session.commit()
     if history[second:]:

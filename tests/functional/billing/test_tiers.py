@@ -6,6 +6,9 @@ adjustments of the tier line on the next open periods; a bad tier is refused."""
 from __future__ import annotations
 
 import copy
+import csv as csvlib
+import io
+import json
 from typing import Any
 
 from flask.testing import FlaskClient
@@ -71,7 +74,11 @@ def test_graduated_tiers_close_and_late_facts_adjust_the_tier_line(
     assert _summaries(client) == [("p1", "0.20", "0.20"), ("p2", "0.02", "0.02")]
     csv = client.get("/v1/statements?cloud=c1&period=2026-10&project_id=p1",
                      headers={**READ, "Accept": "text/csv"}).get_data(as_text=True)
-    assert '\r\ntiers,"[{""amount"":""-0.10""' in csv
+    (row,) = [r for r in csvlib.DictReader(io.StringIO(csv)) if r["record"] == "tier"]
+    assert json.loads(row["value"]) == tier
+    assert (row["resource_type"], row["price_list_version"], row["quantity"], row["unit"],
+            row["rate"], row["amount_unrounded"], row["amount"], row["resource_id"]) == (
+        "volume", "default/1", "1500", "gb_hour", "0.0002", "-0.1", "-0.10", "")
 
     assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN,
                        json=ACCEPT).status_code == 200

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from reporting import fold
-from reporting.billing import periods, rating
+from reporting.billing import periods, rating, tiers
 from reporting.billing.frozen import text as frozen_text
 from reporting.billing.versions import timeline
 from reporting.db.billing_models import BookedAdjustment, ClosedStatement
@@ -35,8 +35,12 @@ def recomputed(session: Session, cloud: str, period: str, now: dt.datetime,
     ]
     start, end = periods.parse(period)
     totals: dict[str, Decimal] = collections.defaultdict(lambda: Decimal("0.00"))
-    for line in rating.rate_intervals(items, timeline(session, cloud), start, end, now):
+    prices = timeline(session, cloud)
+    lines = rating.rate_intervals(items, prices, start, end, now)
+    for line in lines:
         totals[line.project_id] += line.amount or Decimal(0)
+    for tier in tiers.tier_lines(lines, prices):  # a project's period quantity's tiers
+        totals[tier.project_id] += tier.amount
     return {project: total for project, total in totals.items()}
 
 

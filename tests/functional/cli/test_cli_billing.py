@@ -279,3 +279,39 @@ def test_account_commit_commitments_and_the_statement(priced: Api,
     # November's "0" ended it: no commitment there.
     code, out, _err = run(priced, capsys, "account", "statement", "acme", "--period", "2026-11")
     assert code == 0 and "minimum" not in out
+
+
+TIERED_YAML = """\
+effective_from: 2026-10-01T00:00:00Z
+currency: EUR
+rates:
+  instance: {per: hour, by_flavor: {m1.small: 0.020}}
+  volume:
+    per: gb_hour
+    type_modifiers: {ssd: 1.5}
+    mode: graduated
+    tiers:
+      - {up_to: 500, rate: 0.0002}
+      - {up_to: null, rate: 0.0001}
+"""
+
+
+def test_price_list_put_with_tiers_and_the_tier_line_in_the_table(
+        priced: Api, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "tiered.yaml"
+    path.write_text(TIERED_YAML)
+    code, out, _err = run(priced, capsys, "--format", "json", "price-list", "put", "c1",
+                          str(path))
+    assert code == 0
+    # YAML numbers reach the API as the text written, null stays the open tier's bound
+    assert json.loads(out)["document"]["rates"]["volume"]["tiers"] == [
+        {"up_to": "500", "rate": "0.0002"}, {"up_to": None, "rate": "0.0001"}]
+    code, out, _err = run(priced, capsys, "statement", "--cloud", "c1", "--period", "2026-10",
+                          "--project", "p1")
+    assert code == 0
+    # vol-a: 100 GB ssd for 24 h = 2400 GB-h, its line 2400 x 0.0002 x 1.5 = 0.72; the
+    # tiers price 500 x 0.0002 + 1900 x 0.0001 = 0.29, x 1.5 (W / Q = 3600 / 2400) = 0.435:
+    # the tier line -0.285 -> -0.28 (half-even)
+    (tier,) = [row for row in table_rows(out) if "graduated tiers" in " ".join(row)]
+    assert "-0.28" in tier and "2400" in tier
+    assert "graduated tiers: 500 at 0.0002, 1900 at 0.0001" in " ".join(tier)
