@@ -44,6 +44,13 @@ _LINE = {"line": _NUMBER, "cloud": {"type": "string"}, "period": _PERIOD,
          "created_at": INSTANT, "created_by": {"type": "string"}}
 _AMOUNT = {"type": "string", "pattern": r"^[0-9]{1,18}(\.[0-9]{1,18})?$"}
 
+_SECTION: dict[str, Any] = {
+    "cloud": {"type": "string"}, "project_id": {"type": "string"},
+    "membership": {"type": "integer", "minimum": 1}, "from": INSTANT, "to": INSTANT,
+    "status": {"enum": ["open", "closed"]}, "currency": {"type": ["string", "null"]},
+    "lines": {"type": "array", "items": ref("StatementLine")},
+    "adjustments": {"type": "array", "items": ref("Adjustment")}, **_TOTALS}
+
 SCHEMAS: dict[str, Any] = {
     "Account": _all(_ACCOUNT),
     "AccountWithMemberships": _all({**_ACCOUNT, "memberships": {
@@ -59,12 +66,9 @@ SCHEMAS: dict[str, Any] = {
         "required": ["cloud", "project_id", "effective_from"],
         "properties": {"cloud": {"type": "string"}, "project_id": {"type": "string"},
                        "effective_from": INSTANT}},
-    "AccountSection": _all({
-        "cloud": {"type": "string"}, "project_id": {"type": "string"},
-        "membership": {"type": "integer", "minimum": 1}, "from": INSTANT, "to": INSTANT,
-        "status": {"enum": ["open", "closed"]}, "currency": {"type": ["string", "null"]},
-        "lines": {"type": "array", "items": ref("StatementLine")},
-        "adjustments": {"type": "array", "items": ref("Adjustment")}, **_TOTALS}),
+    # the project's tier lines ("tiers") on the section starting at the period's start only
+    "AccountSection": {**_all(_SECTION), "properties": {
+        **_SECTION, "tiers": {"type": "array", "items": ref("TierLine")}}},
     "AccountStatement": _all({
         "account_id": {"type": "string"}, "period": _PERIOD,
         "status": {"enum": ["open", "closed"]}, "provisional": {"type": "boolean"},

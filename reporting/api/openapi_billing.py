@@ -39,7 +39,9 @@ _RATES_DOC = {
     "description": "Per resource type: instance {per: hour, by_flavor, by_resources}, "
     "volume {per: gb_hour, rate, type_modifiers}, floating_ip {per: hour, rate}, "
     "image {per: gb_hour, rate}, loadbalancer {per: hour, rate, listener, pool}; any other "
-    "registered resource type {per: hour | <size>_hour, size, rate} (a sized type).",
+    "registered resource type {per: hour | <size>_hour, size, rate} (a sized type). "
+    "Volume, floating_ip, image and sized entries may give mode (graduated | volume) and "
+    "tiers [{up_to, rate}] (ascending up_to, the last null) instead of rate.",
 }
 
 SCHEMAS: dict[str, Any] = {
@@ -88,11 +90,26 @@ SCHEMAS: dict[str, Any] = {
         "resource_id": {"type": "string"}, "amount": _DECIMAL,
         "event_ids": {"type": "array", "items": {"type": "string"}},
     }),
-    "Statement": _all({
+    "TierLine": _all({
+        "resource_type": {"type": "string"}, "price_list_version": {"type": "string"},
+        "mode": {"enum": ["graduated", "volume"]}, "quantity": _DECIMAL,
+        "unit": {"type": ["string", "null"]}, "modified_quantity": _DECIMAL, "rate": _DECIMAL,
+        "tiers": {"type": "array", "items": _all({
+            "up_to": _NULLABLE_DECIMAL, "rate": _DECIMAL, "quantity": _DECIMAL})},
+        "amount_at_rate_unrounded": _DECIMAL, "amount_tiered_unrounded": _DECIMAL,
+        "amount_unrounded": _DECIMAL, "amount": _DECIMAL,
+    }),
+    "Statement": _object([
+        "cloud", "project_id", "period", "currency", "status", "provisional", "computed_at",
+        "lines", "adjustments", "subtotal", "adjustments_total", "total", "unrated_lines"], {
         "cloud": {"type": "string"}, "project_id": {"type": "string"}, "period": _PERIOD,
         "currency": {"type": ["string", "null"]}, "status": {"enum": ["open", "closed"]},
         "provisional": {"type": "boolean"}, "computed_at": INSTANT,
         "lines": {"type": "array", "items": ref("StatementLine")},
+        # only when a price list version priced some of the lines with tiers
+        "tiers": {"type": "array", "items": ref("TierLine"), "description": (
+            "one tier line per (version, type) priced with tiers (docs/statements.md, "
+            "Tiers); absent when there is none")},
         "adjustments": {"type": "array", "items": ref("Adjustment")},
         "subtotal": _DECIMAL, "adjustments_total": _DECIMAL, "total": _DECIMAL,
         "unrated_lines": {"type": "integer", "minimum": 0},

@@ -11,11 +11,13 @@ import io
 import json
 from typing import Any
 
+from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.functional.billing.history import ACCEPT, event, seed
 from tests.functional.reporting.fixtures import auth
+from tests.functional.reporting.query_fixtures import assert_contract
 from tests.unit.billing.test_rating import V1
 from tests.unit.billing.test_tiers import GRADUATED, VOLUME
 
@@ -54,7 +56,7 @@ def _adjustments(document: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 
 def test_graduated_tiers_close_and_late_facts_adjust_the_tier_line(
-        client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+        app: Flask, client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
     assert client.put("/v1/price-lists/default", json=_prices(GRADUATED),
                       headers=ADMIN).status_code == 201
     # p1: 50 GB for 20 h (1000 GB-h, 0.20 at the first tier's rate) and 25 GB for 20 h
@@ -63,6 +65,8 @@ def test_graduated_tiers_close_and_late_facts_adjust_the_tier_line(
     seed(session_factory, [*_volume("vol-a", 2, 20, 50), *_volume("vol-b", 5, 20, 25),
                            *_volume("vol-c", 6, 10, 10, project="p2")])
     open_p1 = _statement(client, "p1")
+    url = "/v1/statements?cloud=c1&period=2026-10&project_id=p1"
+    assert_contract(app, "GET", url, client.get(url, headers=READ))  # "tiers" is documented
     assert [x["amount"] for x in open_p1["lines"]] == ["0.20", "0.10"]
     (tier,) = open_p1["tiers"]
     assert (tier["resource_type"], tier["quantity"], tier["amount_tiered_unrounded"],
@@ -142,3 +146,32 @@ def test_a_bad_tier_is_refused_naming_it(client: FlaskClient) -> None:
     assert (error["code"], error["message"]) == (
         "invalid_price_list",
         "rates.volume.tiers[1].up_to must be greater than rates.volume.tiers[0].up_to (500)")
+
+
+def test_the_account_statement_carries_the_tier_line_where_the_period_begins(
+        app: Flask, client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+    assert client.put("/v1/price-lists/default", json=_prices(GRADUATED),
+                      headers=ADMIN).status_code == 201
+    seed(session_factory, [*_volume("vol-a", 2, 20, 50), *_volume("vol-b", 5, 20, 25),
+                           *_volume("vol-c", 6, 10, 10, project="p2")])
+    assert client.post("/v1/accounts", json={"account_id": "acme"},
+                       headers=ADMIN).status_code == 201
+    for project, since in (("p1", "2026-09-01T00:00:00Z"), ("p2", "2026-10-04T00:00:00Z")):
+        assert client.post("/v1/accounts/acme/memberships", headers=ADMIN, json={
+            "cloud": "c1", "project_id": project, "effective_from": since}).status_code == 201
+    url = "/v1/accounts/acme/statement?period=2026-10"
+    for period_closed in (False, True):
+        body = assert_contract(app, "GET", url, client.get(url, headers=READ))
+        # p1 belongs from before the period: its section has the tier line (-0.10) and
+        # 0.20; p2 joined on the 4th: its tier line (0.00) stays on its own statement
+        p1, p2 = body["projects"]
+        assert (p1["project_id"], p1["tiers"], p1["subtotal"]) == (
+            "p1", _statement(client, "p1")["tiers"], "0.20")
+        assert (p2["project_id"], "tiers" in p2, p2["subtotal"]) == ("p2", False, "0.02")
+        assert body["totals"][0]["total"] == "0.22"
+        csv = client.get(url, headers={**READ, "Accept": "text/csv"}).get_data(as_text=True)
+        (row,) = [r for r in csvlib.DictReader(io.StringIO(csv)) if r["record"] == "tier"]
+        assert (row["project_id"], row["amount"]) == ("p1", "-0.10")
+        if not period_closed:
+            assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN,
+                               json=ACCEPT).status_code == 200
