@@ -41,7 +41,8 @@ _RATES_DOC = {
     "image {per: gb_hour, rate}, loadbalancer {per: hour, rate, listener, pool}; any other "
     "registered resource type {per: hour | <size>_hour, size, rate} (a sized type). "
     "Volume, floating_ip, image and sized entries may give mode (graduated | volume) and "
-    "tiers [{up_to, rate}] (ascending up_to, the last null) instead of rate.",
+    "tiers [{up_to, rate}] (ascending up_to, the last null) instead of rate, and an "
+    "instance flavor {mode, tiers} instead of its rate.",
 }
 
 SCHEMAS: dict[str, Any] = {
@@ -92,7 +93,7 @@ SCHEMAS: dict[str, Any] = {
     }),
     "TierLine": _all({
         "resource_type": {"type": "string"}, "price_list_version": {"type": "string"},
-        "mode": {"enum": ["graduated", "volume"]}, "quantity": _DECIMAL,
+        "flavor": {"type": ["string", "null"]}, "mode": {"enum": ["graduated", "volume"]}, "quantity": _DECIMAL,
         "unit": {"type": ["string", "null"]}, "modified_quantity": _DECIMAL, "rate": _DECIMAL,
         "tiers": {"type": "array", "items": _all({
             "up_to": _NULLABLE_DECIMAL, "rate": _DECIMAL, "quantity": _DECIMAL})},

@@ -237,21 +237,23 @@ def _tier_adjustments(
     found: list[Adjustment] = []
     for project in owners:
         mine = [ref for ref in touched if project in projects.get(ref, ())]
-        kinds = {tiers.ADJUSTED_PREFIX + rtype for rtype, _rid in mine}
+        kinds = {rtype for rtype, _rid in mine}
+        labels = sorted({v.label for v in versions if v.effective_from < end})
         base: dict[ResourceRef, Decimal] = collections.defaultdict(lambda: _ZERO)
         row = session.get(ClosedStatement, (cloud, source.period, project))
         if row is not None:
             for frozen_tier in json.loads(row.body).get("tiers", []):
-                key = (tiers.ADJUSTED_PREFIX + frozen_tier["resource_type"],
-                       frozen_tier["price_list_version"])
-                if key[0] not in kinds:
-                    continue
-                base[key] = money.add(base[key], Decimal(frozen_tier["amount"]))
+                key = (frozen_tier["resource_type"], frozen_tier["price_list_version"])
+                if key[0] in kinds:
+                    base[key] = money.add(base[key], Decimal(frozen_tier["amount"]))
         booked_until: dict[ResourceRef, int] = {}
+        # a tier line's adjustments name its version's label as the resource id, which
+        # no resource's id can be (it holds a "/")
         query = sa.select(BookedAdjustment).where(
             BookedAdjustment.cloud == cloud, BookedAdjustment.source_period == source.period,
             BookedAdjustment.project_id == project,
-            BookedAdjustment.resource_type.in_(sorted(kinds)))
+            BookedAdjustment.resource_type.in_(sorted(kinds)),
+            BookedAdjustment.resource_id.in_(labels))
         for booked in session.execute(query).scalars():
             key = (booked.resource_type, booked.resource_id)
             base[key] = money.add(base[key], booked.amount)
@@ -265,7 +267,7 @@ def _tier_adjustments(
             amount = money.subtract(recomputed[key], base[key])
             if amount == 0:
                 continue
-            of_type = [ref for ref in mine if tiers.ADJUSTED_PREFIX + ref[0] == key[0]]
+            of_type = [ref for ref in mine if ref[0] == key[0]]
             events = sorted((seq, event_id) for ref in of_type
                             for seq, event_id, when in history.get(ref, [])
                             if seq > source.cutoff_seq and when < end)

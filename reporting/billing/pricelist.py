@@ -109,6 +109,10 @@ class TypeRate:
     # Tiers over a project's period quantity (``mode`` one of TIER_MODES); empty: none.
     tiers: tuple[Tier, ...] = ()
     mode: str | None = None
+    # An instance's flavors priced with tiers: flavor -> (mode, tiers); ``by_flavor``
+    # holds each one's first tier's rate.
+    flavor_tiers: Mapping[str, tuple[str, tuple[Tier, ...]]] = dataclasses.field(
+        default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,6 +267,27 @@ def _rate_or_tiers(entry: Mapping[str, Any], where: str
     return _decimal(entry["rate"], f"{where}.rate"), (), None
 
 
+def _flavors(value: Any, where: str
+             ) -> tuple[dict[str, Decimal], dict[str, tuple[str, tuple[Tier, ...]]]]:
+    """``by_flavor``: per flavor a rate, or ``{"mode", "tiers"}`` (its hours priced
+    with tiers, each line at the first tier's rate)."""
+    rates: dict[str, Decimal] = {}
+    tiered: dict[str, tuple[str, tuple[Tier, ...]]] = {}
+    for flavor, given in _object(value, where).items():
+        _name(flavor, f"a key of {where}")
+        if not isinstance(given, dict):
+            rates[flavor] = _decimal(given, f"{where}.{flavor}")
+            continue
+        at = f"{where}.{flavor}"
+        _only(given, {"mode", "tiers"}, at)
+        if "tiers" not in given:
+            raise PriceListError(f"{at} must be a rate or {{\"mode\", \"tiers\"}}")
+        rate, tiers, mode = _rate_or_tiers(given, at)
+        assert mode is not None
+        rates[flavor], tiered[flavor] = rate, (mode, tiers)
+    return rates, tiered
+
+
 def _type_rate(resource_type: str, value: Any) -> TypeRate:
     where = f"rates.{resource_type}"
     entry = _object(value, where)
@@ -272,7 +297,7 @@ def _type_rate(resource_type: str, value: Any) -> TypeRate:
     if entry.get("per") != UNITS[resource_type]:
         raise PriceListError(f"{where}.per must be \"{UNITS[resource_type]}\"")
     if resource_type == "instance":
-        by_flavor = _decimals(entry.get("by_flavor", {}), f"{where}.by_flavor")
+        by_flavor, flavor_tiers = _flavors(entry.get("by_flavor", {}), f"{where}.by_flavor")
         by_resources = None
         if "by_resources" in entry:
             by_resources = _decimals(entry["by_resources"], f"{where}.by_resources")
@@ -281,7 +306,8 @@ def _type_rate(resource_type: str, value: Any) -> TypeRate:
                 raise PriceListError(f"{where}.by_resources must name at least one resource")
         if not by_flavor and by_resources is None:
             raise PriceListError(f"{where} needs by_flavor or by_resources")
-        return TypeRate(by_flavor=by_flavor, by_resources=by_resources)
+        return TypeRate(by_flavor=by_flavor, by_resources=by_resources,
+                        flavor_tiers=flavor_tiers)
     rate, tiers, mode = _rate_or_tiers(entry, where)  # a load balancer's members hold no tiers
     return TypeRate(
         rate=rate, tiers=tiers, mode=mode,
@@ -309,9 +335,11 @@ def _override(name: str, value: Any, where: str, rates: Mapping[str, TypeRate]) 
         override = _type_rate(name, value)
     except PriceListError as exc:
         raise PriceListError(str(exc).replace(f"rates.{name}", f"{where}.{name}", 1)) from None
-    if override.tiers:
+    if override.tiers or override.flavor_tiers:
+        member = ("tiers" if override.tiers
+                  else f"by_flavor.{sorted(override.flavor_tiers)[0]}.tiers")
         raise PriceListError(
-            f"{where}.{name}.tiers: a project's terms give a rate, not tiers (tiers price "
+            f"{where}.{name}.{member}: a project's terms give a rate, not tiers (tiers price "
             "the quantity of the project's whole period, a term only a stretch of it)")
     if override.size != rates[name].size:
         raise PriceListError(

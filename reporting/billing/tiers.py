@@ -2,7 +2,8 @@
 
 A rate entry with ``tiers`` (``pricelist.Tier``) prices each line at the first tier's
 rate, as any rate; the project's statement then carries one **tier line** per
-(price list version, type) whose lines it priced, bringing those lines to the tiered
+(price list version, type, and flavor for an instance flavor's tiers) whose lines it
+priced, bringing those lines to the tiered
 price of their total quantity ``Q`` (docs/statements.md, "Tiers"):
 
 - ``graduated``: ``P(Q)`` = each slice of ``Q`` at its tier's rate;
@@ -27,12 +28,8 @@ from fractions import Fraction
 from typing import Any
 
 from reporting.billing import money
-from reporting.billing.pricelist import PriceVersion, Tier, TypeRate
+from reporting.billing.pricelist import PriceVersion, Tier
 from reporting.billing.rating import Line
-
-# An adjustment of a tier line names it as a resource that no real one can be: the
-# resource type ``tier:<type>`` (a type name holds no colon) and the version's label.
-ADJUSTED_PREFIX = "tier:"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +39,7 @@ class TierLine:
     project_id: str
     resource_type: str
     price_list_version: str
+    flavor: str | None  # an instance flavor's tiers; None: the type's
     mode: str
     unit: str | None
     rate: Decimal  # the first tier's: what the lines are priced at
@@ -58,13 +56,16 @@ class TierLine:
 
     @property
     def adjusted_as(self) -> tuple[str, str]:
-        """The (resource_type, resource_id) an adjustment of this tier line names."""
-        return ADJUSTED_PREFIX + self.resource_type, self.price_list_version
+        """The (resource_type, resource_id) an adjustment of this tier line names: its
+        type and its version's label, which no resource id can be (a label holds a
+        ``/``, which ingest refuses in a resource id); one for every flavor's tiers."""
+        return self.resource_type, self.price_list_version
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "resource_type": self.resource_type,
             "price_list_version": self.price_list_version,
+            "flavor": self.flavor,
             "mode": self.mode,
             "quantity": money.display(self.quantity),
             "unit": self.unit,
@@ -108,14 +109,19 @@ def price(tiers: Sequence[Tier], mode: str, quantity: Fraction) -> Fraction:
 
 
 def tiered_types(versions: Iterable[PriceVersion]) -> set[str]:
-    """The types some version prices with tiers."""
+    """The types some version prices with tiers (an instance: some of its flavors)."""
     return {name for version in versions for name, rates in version.rates.items()
-            if rates.tiers}
+            if rates.tiers or rates.flavor_tiers}
 
 
-def _entry(line: Line, versions: Sequence[PriceVersion]) -> TypeRate | None:
-    """The tiered entry that priced ``line``, if any: its version's, unless the
-    project's terms in force over it gave the type a rate of their own."""
+# How a group is priced: (mode, tiers, the lines' rate, the flavor if a flavor's)
+_Tiered = tuple[str, tuple[Tier, ...], Decimal, str | None]
+
+
+def _entry(line: Line, versions: Sequence[PriceVersion]) -> _Tiered | None:
+    """The tiers that priced ``line``, if any: its version's entry's (or its flavor's,
+    for an instance), unless the project's terms in force over it gave the type a
+    rate of their own."""
     piece = None
     for version in versions:
         if version.label == line.price_list_version and version.effective_from <= line.start:
@@ -123,12 +129,19 @@ def _entry(line: Line, versions: Sequence[PriceVersion]) -> TypeRate | None:
     if piece is None:
         return None
     rates = piece.rates.get(line.resource_type)
-    if rates is None or not rates.tiers:
+    if rates is None:
         return None
     term = piece.terms.get(line.project_id)
     if term is not None and line.resource_type in term.rates:
         return None
-    return rates
+    if rates.tiers:
+        assert rates.mode is not None and rates.rate is not None
+        return rates.mode, rates.tiers, rates.rate, None
+    flavor = line.size.get("flavor") if line.size else None
+    if isinstance(flavor, str) and flavor in rates.flavor_tiers:
+        mode, tiers = rates.flavor_tiers[flavor]
+        return mode, tiers, rates.by_flavor[flavor], flavor
+    return None
 
 
 def tier_lines(lines: Iterable[Line], versions: Sequence[PriceVersion],
@@ -137,30 +150,30 @@ def tier_lines(lines: Iterable[Line], versions: Sequence[PriceVersion],
     rounded to ``places`` (None: each version's currency's minor units).  Unrated and
     zero-rated lines are in no group."""
     order = {version.label: index for index, version in reversed(list(enumerate(versions)))}
-    groups: dict[tuple[str, str, str], list[Any]] = {}
+    groups: dict[tuple[str, str, str, str], list[Any]] = {}
     for line in lines:
         if line.exact_amount is None or line.zero_rated or line.modifier is None:
             continue
         assert line.price_list_version is not None
-        rates = _entry(line, versions)
-        if rates is None:
+        priced = _entry(line, versions)
+        if priced is None:
             continue
-        key = (line.project_id, line.resource_type, line.price_list_version)
-        group = groups.setdefault(key, [rates, line.unit, Fraction(0), Fraction(0)])
+        key = (line.project_id, line.resource_type, line.price_list_version, priced[3] or "")
+        group = groups.setdefault(key, [priced, line.unit, Fraction(0), Fraction(0)])
         group[2] += line.quantity
         group[3] += line.quantity * Fraction(line.modifier)
     minor = {version.label: version.minor_units for version in versions}
     found = []
-    for (project, resource_type, label), (rates, unit, total, weighted) in sorted(
-            groups.items(), key=lambda item: (item[0][0], item[0][1], order[item[0][2]])):
+    for (project, resource_type, label, _flavor), (priced, unit, total, weighted) in sorted(
+            groups.items(), key=lambda item: (item[0][0], item[0][1], order[item[0][2]],
+                                              item[0][3])):
         if total == 0:
             continue  # nothing to price (sizes of zero)
-        assert rates.mode is not None and rates.rate is not None
-        tiered = price(rates.tiers, rates.mode, total) * weighted / total
+        mode, steps, rate, flavor = priced
+        tiered = price(steps, mode, total) * weighted / total
         found.append(TierLine(
-            project, resource_type, label, rates.mode, unit, rates.rate, total, weighted,
-            slices(rates.tiers, rates.mode, total), tiered,
-            tiered - Fraction(rates.rate) * weighted,
+            project, resource_type, label, flavor, mode, unit, rate, total, weighted,
+            slices(steps, mode, total), tiered, tiered - Fraction(rate) * weighted,
             minor[label] if places is None else places))
     return found
 

@@ -1,6 +1,7 @@
 """For any history of instances, volumes and shares (a sized type, registered with
 its size schema), priced with dated project terms (own rates, discounts) and drawn
-tiers (graduated or volume, over volumes' GB-hours and later shares' hours), and any
+tiers (graduated or volume, over volumes' GB-hours, an instance flavor's hours and
+later shares' hours), and any
 arrival order, split anywhere by
 closes, with a price version added after the first close (for a later period): every
 frozen statement stays byte for byte what it was, it is the statement of the facts
@@ -123,6 +124,15 @@ def _tiered(document: dict[str, Any], name: str, drawn: dict[str, Any]) -> dict[
         return document
     entry = {k: v for k, v in document["rates"][name].items() if k != "rate"}
     return {**document, "rates": {**document["rates"], name: {**entry, **drawn}}}
+
+
+def _flavor_tiered(document: dict[str, Any], drawn: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with its instances' m1.small priced by ``drawn`` tiers (if any)."""
+    if not drawn:
+        return document
+    instance = document["rates"]["instance"]
+    return {**document, "rates": {**document["rates"], "instance": {
+        **instance, "by_flavor": {**instance["by_flavor"], "m1.small": drawn}}}}
 
 
 def register_share(session: Session) -> None:
@@ -304,17 +314,19 @@ def _emptied(factory: sessionmaker[Session]) -> Iterator[sessionmaker[Session]]:
 
 def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
              data: st.DataObject) -> None:
-    # Drawn tiers: the volumes' GB-hours of default/1 and /2, the shares' hours from the
-    # later version on (p1's own volume rate there prices its volumes without them).
+    # Drawn tiers: the volumes' GB-hours and the m1.small instances' hours of default/1
+    # and /2 (p1's own instance rates inside default/1 price its instances without
+    # them), the shares' hours from the later version on (p1's own volume rate there).
     volume_tiers = _tiers(data, "volume", [30, 300, 3000, 30000],
                           ["0.00010", "0.00004", "0.00025", "0"])
+    flavor_tiers = _tiers(data, "m1.small", [10, 100, 1000], ["0.020", "0.010", "0.030"])
     later_prices = _tiered(LATER, "share", _tiers(data, "share", [10, 100, 1000],
                                            ["0.0125", "0.005", "0.02"]))
     with factory() as session:
         register_share(session)
         for document in SIZED_PRICES:
-            versions.add(session, "default", _tiered(document, "volume", volume_tiers),
-                         "test", NOW)
+            versions.add(session, "default", _flavor_tiered(
+                _tiered(document, "volume", volume_tiers), flavor_tiers), "test", NOW)
         # Observed since before October (the property is about arrival orders and close
         # points, not where the history begins: test_close_acceptance.py is).
         for name in ACCOUNTS:

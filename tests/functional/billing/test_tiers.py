@@ -97,7 +97,7 @@ def test_graduated_tiers_close_and_late_facts_adjust_the_tier_line(
     seed(session_factory, _volume("vol-d", 7, 20, 25))
     november = _statement(client, "p1", "2026-11")
     assert _adjustments(november) == [("2026-10", "volume", "vol-d", "0.10"),
-                                      ("2026-10", "tier:volume", "default/1", "-0.05")]
+                                      ("2026-10", "volume", "default/1", "-0.05")]
     assert november["adjustments"][1]["event_ids"]
     assert november["total"] == "0.05"
     assert _summaries(client, "2026-11") == [("p1", "0.00", "0.05")]
@@ -110,7 +110,7 @@ def test_graduated_tiers_close_and_late_facts_adjust_the_tier_line(
     seed(session_factory, _volume("vol-e", 8, 20, 25))
     december = _statement(client, "p1", "2026-12")
     assert _adjustments(december) == [("2026-10", "volume", "vol-e", "0.10"),
-                                      ("2026-10", "tier:volume", "default/1", "-0.05")]
+                                      ("2026-10", "volume", "default/1", "-0.05")]
     # frozen 0.20 + booked 0.05 + pending 0.05 = 0.30, October recomputed
     assert _statement(client, "p1", "2026-11")["adjustments_total"] == "0.05"
 
@@ -132,7 +132,7 @@ def test_volume_tiers_price_the_whole_quantity_at_the_tier_reached(
     # 0.10 + 0.02, the tier line -0.06 against 0.00 frozen
     seed(session_factory, _volume("vol-f", 9, 10, 10, project="p2"))
     assert _adjustments(_statement(client, "p2", "2026-11")) == [
-        ("2026-10", "volume", "vol-f", "0.02"), ("2026-10", "tier:volume", "default/1", "-0.06")]
+        ("2026-10", "volume", "vol-f", "0.02"), ("2026-10", "volume", "default/1", "-0.06")]
     assert _summaries(client, "2026-11") == [("p2", "0.00", "-0.04")]
 
 

@@ -22,6 +22,8 @@ FIP = {"per": "hour", "mode": "graduated",
        "tiers": [{"up_to": "100", "rate": "0.005"}, {"up_to": "500", "rate": "0.004"},
                  {"up_to": None, "rate": "0.003"}]}
 
+TIERS_OF_HOURS = [{"up_to": "100", "rate": "0.020"}, {"up_to": None, "rate": "0.010"}]
+
 
 def doc(**rates: Any) -> dict[str, Any]:
     return {**V1, "rates": {**V1["rates"], **rates}}
@@ -49,7 +51,8 @@ def test_graduated_1000_gb_hours_are_500_at_the_first_rate_and_500_at_the_second
     assert (line["quantity"], line["rate"], line["amount"]) == ("1000", "0.0002", "0.20")
     (tier,) = found["tiers"]
     assert tier == {
-        "resource_type": "volume", "price_list_version": "default/1", "mode": "graduated",
+        "resource_type": "volume", "price_list_version": "default/1", "flavor": None,
+        "mode": "graduated",
         "quantity": "1000", "unit": "gb_hour", "modified_quantity": "1000", "rate": "0.0002",
         "tiers": [{"up_to": "500", "rate": "0.0002", "quantity": "500"},
                   {"up_to": None, "rate": "0.0001", "quantity": "500"}],
@@ -178,6 +181,44 @@ def test_a_sized_type_and_an_image_take_tiers_too() -> None:
     assert found["subtotal"] == "0.30"
 
 
+def test_an_instance_flavor_takes_tiers_over_its_hours_each_flavor_its_own() -> None:
+    # m1.small graduated 0-100 h at 0.020, above at 0.010: two of 80 h, 160 h = 2.00 +
+    # 0.60 = 2.60 (lines 2 x 1.60, tier line -0.60); m1.large by volume, 0-50 h at 0.08,
+    # above at 0.06: 60 h x 0.06 = 3.60 (line 4.80, tier line -1.20); a flavor priced by
+    # by_resources and one with a plain rate have no tier line
+    instance = {"per": "hour", "by_flavor": {
+        "m1.small": {"mode": "graduated", "tiers": [{"up_to": "100", "rate": "0.020"},
+                                                    {"up_to": None, "rate": "0.010"}]},
+        "m1.large": {"mode": "volume", "tiers": [{"up_to": "50", "rate": "0.08"},
+                                                 {"up_to": None, "rate": "0.06"}]},
+        "m1.medium": "0.040"}, "by_resources": {"vcpus": "0.010"}}
+    found = statement(
+        item("instance", at(2), at(5, 8), {"flavor": "m1.small"}, rid="a"),
+        item("instance", at(2), at(5, 8), {"flavor": "m1.small"}, rid="b"),
+        item("instance", at(2), at(4, 12), {"flavor": "m1.large"}, rid="c"),
+        item("instance", at(2), at(3), {"flavor": "m1.medium"}, rid="d"),
+        item("instance", at(2), at(3), {"flavor": "custom", "vcpus": 2}, rid="e"),
+        docs=(doc(instance=instance),))
+    assert [x["amount"] for x in found["lines"]] == ["1.60", "1.60", "4.80", "0.96", "0.48"]
+    assert [(x["flavor"], x["mode"], x["quantity"], x["amount"]) for x in found["tiers"]] == [
+        ("m1.large", "volume", "60", "-1.20"), ("m1.small", "graduated", "160", "-0.60")]
+    assert found["subtotal"] == "7.64"  # 2.60 + 3.60 + 0.96 + 0.48
+
+
+@pytest.mark.parametrize(("flavor", "message"), [
+    ({"mode": "volume"}, 'rates.instance.by_flavor.m1.small must be a rate or {"mode", "tiers"}'),
+    ({"tiers": TIERS_OF_HOURS}, 'rates.instance.by_flavor.m1.small.mode must be "graduated"'),
+    ({"mode": "volume", "tiers": [{"up_to": "5", "rate": "1"}]},
+     "rates.instance.by_flavor.m1.small.tiers[0].up_to must be null"),
+    ({"mode": "volume", "tiers": TIERS_OF_HOURS, "rate": "1"},
+     "rates.instance.by_flavor.m1.small has unknown member(s): rate"),
+])
+def test_bad_flavor_tiers_are_refused_naming_the_flavor(flavor: dict[str, Any],
+                                                        message: str) -> None:
+    instance = {"per": "hour", "by_flavor": {"m1.small": flavor}}
+    assert message in _refused({"instance": instance})
+
+
 def test_a_statement_without_tiers_has_no_tiers_member() -> None:
     found = statement(item("volume", at(2), at(2, 20), gb(50)), docs=(V1,))
     assert "tiers" not in found and found["subtotal"] == "0.10"  # 1000 x 0.00010
@@ -231,6 +272,7 @@ def test_bad_tiers_are_refused_naming_the_member(entry: dict[str, Any], message:
 
 
 def test_tiers_are_refused_where_a_rate_is_not_one_number() -> None:
+    # an instance's tiers are per flavor (by_flavor), never over all its flavors
     instance = {"per": "hour", "by_flavor": {"m1.small": "0.02"}, "mode": "volume",
                 "tiers": TIERS}
     assert "rates.instance has unknown member(s): mode, tiers" in _refused(
@@ -244,3 +286,8 @@ def test_a_terms_override_may_not_give_tiers() -> None:
     terms = {"p1": [{"rates": {"volume": GRADUATED}}]}
     assert ("project_terms.p1[0].rates.volume.tiers: a project's terms give a rate, "
             "not tiers") in _refused({"volume": GRADUATED}, project_terms=terms)
+    tiered = {"per": "hour", "by_flavor": {"m1.small": {"mode": "volume",
+                                                        "tiers": TIERS_OF_HOURS}}}
+    terms = {"p1": [{"rates": {"instance": tiered}}]}
+    assert ("project_terms.p1[0].rates.instance.by_flavor.m1.small.tiers: a project's "
+            "terms give a rate") in _refused({"instance": tiered}, project_terms=terms)
