@@ -15,7 +15,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from tests.functional.billing.history import ACCEPT, event, seed
+from tests.functional.billing.history import ACCEPT, SMALL, event, seed
 from tests.functional.reporting.fixtures import auth
 from tests.functional.reporting.query_fixtures import assert_contract
 from tests.unit.billing.test_rating import V1
@@ -175,3 +175,37 @@ def test_the_account_statement_carries_the_tier_line_where_the_period_begins(
         if not period_closed:
             assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN,
                                json=ACCEPT).status_code == 200
+
+
+def test_a_flavors_tiers_and_a_late_power_off(
+        client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+    prices = _prices(V1["rates"]["volume"])
+    prices["rates"]["instance"] = {"per": "hour", "by_flavor": {"m1.small": {
+        "mode": "graduated", "tiers": [{"up_to": "100", "rate": "0.020"},
+                                       {"up_to": None, "rate": "0.010"}]}}}
+    assert client.put("/v1/price-lists/default", json=prices, headers=ADMIN).status_code == 201
+    # inst-a 104 h and inst-b 24 h of m1.small: 128 h = 100 x 0.020 + 28 x 0.010 = 2.28
+    # (lines 2.08 + 0.48, tier line -0.28)
+    seed(session_factory, [
+        event("compute.instance.create.end", "inst-a", "2026-10-02T00:00:00Z",
+              state="active", size=SMALL),
+        event("compute.instance.delete.end", "inst-a", "2026-10-06T08:00:00Z", project_id=""),
+        event("compute.instance.create.end", "inst-b", "2026-10-10T00:00:00Z",
+              state="active", size=SMALL),
+        event("compute.instance.delete.end", "inst-b", "2026-10-11T00:00:00Z", project_id="")])
+    october = _statement(client, "p1")
+    assert [(x["flavor"], x["quantity"], x["amount"]) for x in october["tiers"]] == [
+        ("m1.small", "128", "-0.28")]
+    assert october["subtotal"] == "2.28"
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN,
+                       json=ACCEPT).status_code == 200
+    # a late power-off of inst-a at 10-04: 48 h active (0.96) and 56 h shut off at half
+    # rate (0.56); Q stays 128 but W = 48 + 28 + 24 = 100: owed 2.28 x 100 / 128 =
+    # 1.78125, the lines 2.00, the tier line -0.21875 -> -0.22 (against -0.28 frozen);
+    # 1.78 recomputed = 2.28 - 0.56 + 0.06
+    seed(session_factory, [event("compute.instance.power_off.end", "inst-a",
+                                 "2026-10-04T00:00:00Z", state="shutoff")])
+    november = _statement(client, "p1", "2026-11")
+    assert _adjustments(november) == [("2026-10", "instance", "inst-a", "-0.56"),
+                                      ("2026-10", "instance", "default/1", "0.06")]
+    assert _summaries(client, "2026-11") == [("p1", "0.00", "-0.50")]
