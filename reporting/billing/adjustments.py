@@ -240,12 +240,18 @@ def _tier_adjustments(
         kinds = {rtype for rtype, _rid in mine}
         labels = sorted({v.label for v in versions if v.effective_from < end})
         base: dict[ResourceRef, Decimal] = collections.defaultdict(lambda: _ZERO)
+        # The group's resources then and now: the late ones among them are the causes
+        # (the same whoever asks: one project's statement reads only these).
+        members: set[ResourceRef] = set()
         row = session.get(ClosedStatement, (cloud, source.period, project))
         if row is not None:
             for frozen_tier in json.loads(row.body).get("tiers", []):
                 key = (frozen_tier["resource_type"], frozen_tier["price_list_version"])
                 if key[0] in kinds:
                     base[key] = money.add(base[key], Decimal(frozen_tier["amount"]))
+            if row.lines_at is not None:
+                members.update((line.resource_type, line.resource_id)
+                               for line in frozen.lines(session, row, places=source.minor_units))
         booked_until: dict[ResourceRef, int] = {}
         # a tier line's adjustments name its version's label as the resource id, which
         # no resource's id can be (it holds a "/")
@@ -259,15 +265,16 @@ def _tier_adjustments(
             base[key] = money.add(base[key], booked.amount)
             booked_until[key] = max(booked_until.get(key, 0), booked.cutoff_seq)
         recomputed: dict[ResourceRef, Decimal] = collections.defaultdict(lambda: _ZERO)
-        for tier in statements.tier_lines(session, cloud, versions, start, end, now,
-                                          source.minor_units, project_id=project,
-                                          only={rtype for rtype, _rid in mine}):
+        lines = statements.tiered_lines(session, cloud, versions, start, end, now,
+                                        source.minor_units, project_id=project, only=kinds)
+        members.update((line.resource_type, line.resource_id) for line in lines)
+        for tier in tiers.tier_lines(lines, versions, source.minor_units):
             recomputed[tier.adjusted_as] = money.add(recomputed[tier.adjusted_as], tier.amount)
         for key in sorted(set(recomputed) | set(base)):
             amount = money.subtract(recomputed[key], base[key])
             if amount == 0:
                 continue
-            of_type = [ref for ref in mine if ref[0] == key[0]]
+            of_type = [ref for ref in mine if ref[0] == key[0] and ref in members]
             events = sorted((seq, event_id) for ref in of_type
                             for seq, event_id, when in history.get(ref, [])
                             if seq > source.cutoff_seq and when < end)

@@ -138,23 +138,31 @@ def python_subtotals(session: Session, cloud: str, versions: list[PriceVersion],
     }
 
 
-def tier_lines(session: Session, cloud: str, versions: list[PriceVersion],
-               start: dt.datetime, end: dt.datetime, now: dt.datetime,
-               places: int | None = None, project_id: str | None = None,
-               projects: tuple[str, str] | None = None,
-               only: Collection[str] | None = None) -> list[tiers.TierLine]:
-    """The tier lines of the period ``[start, end)`` (of one project, or the range
-    ``projects``, of the types ``only``, if given): the lines of the types some
-    version prices with tiers only, rated as a statement rates them (nothing read
-    when no version has tiers)."""
+def tiered_lines(session: Session, cloud: str, versions: list[PriceVersion],
+                 start: dt.datetime, end: dt.datetime, now: dt.datetime,
+                 places: int | None = None, project_id: str | None = None,
+                 projects: tuple[str, str] | None = None,
+                 only: Collection[str] | None = None) -> list[rating.Line]:
+    """The lines of the period ``[start, end)`` of the types some version prices with
+    tiers (of one project, or the range ``projects``, of the types ``only``, if
+    given), rated as a statement rates them; none read when no version has tiers."""
     types = tiers.tiered_types(v for v in versions if v.effective_from < end)
     if only is not None:
         types &= set(only)
     if not types:
         return []
     rows = intervals(session, cloud, start, min(end, now), project_id, projects, types)
-    return tiers.tier_lines(rating.rate_intervals(rows, versions, start, end, now, places),
-                            versions, places)
+    return rating.rate_intervals(rows, versions, start, end, now, places)
+
+
+def tier_lines(session: Session, cloud: str, versions: list[PriceVersion],
+               start: dt.datetime, end: dt.datetime, now: dt.datetime,
+               places: int | None = None, projects: tuple[str, str] | None = None
+               ) -> list[tiers.TierLine]:
+    """The tier lines of the period (of the range ``projects`` if given): those of
+    ``tiered_lines``."""
+    return tiers.tier_lines(tiered_lines(session, cloud, versions, start, end, now, places,
+                                         projects=projects), versions, places)
 
 
 def currency(versions: Sequence[PriceVersion], period_end: dt.datetime) -> str | None:
