@@ -1,4 +1,5 @@
 """``openstack tally account list|show|statement``, ``account line list``,
+``account commitment list``,
 ``period list|export`` and ``delivery list``: the billing reads of ``tally``.
 
 Read-only on purpose: closing a period, booking credits and charges, adding accounts
@@ -130,6 +131,17 @@ class ListAccountLine(_BillingList):
         parser.add_argument("account", metavar="<account>", help="the account's id")
         parser.add_argument("--cloud", metavar="<cloud>", help="only this cloud's lines")
         parser.add_argument("--period", metavar="<YYYY-MM>", help="only this month's lines")
+        return parser
+
+
+class ListAccountCommitment(_BillingList):
+    """List an account's minimum commitments, by the month each takes effect (read role)."""
+
+    fetch = billing.account_commitments
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument("account", metavar="<account>", help="the account's id")
         return parser
 
 
