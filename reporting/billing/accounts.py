@@ -6,7 +6,7 @@ edited or removed (a project moves by a later one), and one may not take effect
 before the end of a closed period of its cloud that it would change: an account's
 statement of a closed period never changes, as a project's does not.  A project with
 no membership in force belongs to no account: it is billed on its own statement only
-(Tally's history holds no keystone domain to group it by).
+(a sync may book it into its keystone domain's account: ``default_accounts``).
 """
 
 from __future__ import annotations
