@@ -35,6 +35,8 @@ class Note(NamedTuple):
 class Project(NamedTuple):
     id: str
     name: str
+    # The keystone domain holding the project (GET /v3/projects).
+    domain_id: str = "default"
 
 
 class Builder:

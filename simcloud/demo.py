@@ -32,7 +32,7 @@ from oslo_config import cfg
 from werkzeug.serving import make_server
 
 from mapping.event import format_timestamp
-from simcloud.demo_handoff import HandOff, InvoicingReceiver
+from simcloud.demo_handoff import ACCOUNTS_BY_DOMAIN, HandOff, InvoicingReceiver
 from tally_common.logs import command_line_logging
 
 LOG = logging.getLogger("tally-demo")
@@ -103,7 +103,10 @@ class Demo:
         (self.workdir / "ingest.token").write_text(self.ingest_token + "\n")
         clouds_file = {"clouds": [{
             "name": self.args.cloud, "platform": "openstack", "adapter": "openstack",
-            "adapter_config": {"os_cloud": "sim-admin", "include_octavia": True}}]}
+            # Every project joins its keystone domain's billing account (the hand-off
+            # bills one of them: simcloud.demo_handoff).
+            "adapter_config": {"os_cloud": "sim-admin", "include_octavia": True,
+                               "accounts_by_domain": ACCOUNTS_BY_DOMAIN}}]}
         (self.workdir / "tally-clouds.yaml").write_text(yaml.safe_dump(clouds_file))
         # The OpenStack adapter reads clouds.yaml from the ecosystem's search path;
         # pointing OS_CLIENT_CONFIG_FILE at ours makes it the only file searched.

@@ -3,16 +3,19 @@
 After the statements are checked against the truth (``simcloud.billing_check``), the
 demo does what an operator does at a month's end, all through the Reporting API:
 
-- a billing account holding one project of the month, with a minimum commitment
-  above its usage (so the account is topped up to it) and a credit booked by hand;
+- the billing account of the first billed project: its keystone domain's, which the
+  syncs booked every project of the domain into (``adapter_config``
+  ``accounts_by_domain``), given a minimum commitment above its usage (so the account
+  is topped up to it) and a credit booked by hand;
 - the close of the month (accepting, explicitly, that Tally's history of the simulated
   cloud begins inside it, and unrated lines if the statements show some);
 - the signed ``period.closed`` webhook, received by a local "invoicing system" that
   checks the HMAC-SHA256 signature of the bytes it received;
 - the export of the closed statements (CSV) into the workdir.
 
-Each step is checked: the account's total is its projects' usage topped up to the
-minimum commitment, plus the credit,
+Each step is checked: the account holds exactly the projects of that domain, and its
+total is the sum of its projects' own statements topped up to the minimum commitment,
+plus the credit,
 the webhook lists the same statement numbers as the export, and the signature holds.
 """
 
@@ -32,7 +35,8 @@ import requests
 
 from mapping.event import format_timestamp
 
-ACCOUNT = "demo-account"
+# The demo cloud's adapter_config accounts_by_domain: e.g. sim-d-acme.
+ACCOUNTS_BY_DOMAIN = "{cloud}-{domain_id}"
 CREDIT = "5.00"
 WEBHOOK_WAIT_S = 60.0
 
@@ -117,23 +121,28 @@ class HandOff:
         if not billed:
             print(f"Hand-off of {period}: nothing billed, nothing to hand off")
             return True
-        project = billed[0]["project_id"]
-        usage = Decimal(billed[0]["subtotal"]) + Decimal(billed[0]["adjustments_total"])
+        account, members = self._domain_account(billed[0]["project_id"])
+        # By hand: the account's usage is its projects' own statements added up.
+        usage = sum((Decimal(item["subtotal"]) + Decimal(item["adjustments_total"])
+                     for item in summaries if item["project_id"] in members), Decimal(0))
         minimum = commitment_above(usage)
-        self._account(project, period, period_start)
-        statement = f"/v1/accounts/{ACCOUNT}/statement"
-        currency = self._send("GET", statement, period=period).json()["totals"][0]["currency"]
-        self._send("POST", f"/v1/accounts/{ACCOUNT}/commitments", {
+        self._credit(account, period, period_start)
+        statement = f"/v1/accounts/{account}/statement"
+        held = self._send("GET", statement, period=period).json()
+        currency = held["totals"][0]["currency"]
+        sections_ok = {section["project_id"] for section in held["projects"]} <= members
+        self._send("POST", f"/v1/accounts/{account}/commitments", {
             "effective_from": format_timestamp(period_start), "currency": currency,
             "minimum": str(minimum)})
         totals = self._send("GET", statement, period=period).json()["totals"][0]
         # By hand: usage below the minimum is topped up to it; the credit comes after.
         expected = max(usage, minimum) - Decimal(CREDIT)
         commitment = totals.get("commitment") or {}
-        account_ok = Decimal(totals["total"]) == expected \
+        account_ok = sections_ok and Decimal(totals["total"]) == expected \
             and Decimal(commitment.get("shortfall", "NaN")) == minimum - usage
         print(f"Hand-off of {period}:")
-        print(f"  account {ACCOUNT} (project {project}): subtotal {totals['subtotal']}, "
+        print(f"  account {account} (its keystone domain's {len(members)} projects, booked "
+              f"by the syncs): subtotal {totals['subtotal']}, "
               f"minimum commitment {commitment.get('minimum')} (shortfall "
               f"{commitment.get('shortfall')}), credits and charges {totals['manual_total']}, "
               f"total {totals['total']} {totals['currency']} "
@@ -154,13 +163,19 @@ class HandOff:
               f"to {csv_path}")
         return self._webhook(numbers) and account_ok
 
-    def _account(self, project: str, period: str, period_start: dt.datetime) -> None:
-        self._send("POST", "/v1/accounts", {"account_id": ACCOUNT,
-                                            "description": "the demo's customer"})
-        self._send("POST", f"/v1/accounts/{ACCOUNT}/memberships", {
-            "cloud": self.cloud, "project_id": project,
-            "effective_from": format_timestamp(period_start)})
-        self._send("POST", f"/v1/accounts/{ACCOUNT}/lines", {
+    def _domain_account(self, project: str) -> tuple[str, set[str]]:
+        """The account the syncs booked ``project`` into, and its projects."""
+        for item in self._send("GET", "/v1/accounts", limit=1000).json()["items"]:
+            shown = self._send("GET", f"/v1/accounts/{item['account_id']}").json()
+            members = {m["project_id"] for m in shown["memberships"]
+                       if m["cloud"] == self.cloud}
+            if project in members:
+                return item["account_id"], members
+        raise RuntimeError(f"no billing account holds project {project}: the syncs booked "
+                           "no default account (adapter_config accounts_by_domain)")
+
+    def _credit(self, account: str, period: str, period_start: dt.datetime) -> None:
+        self._send("POST", f"/v1/accounts/{account}/lines", {
             "kind": "credit", "cloud": self.cloud, "period": period, "amount": CREDIT,
             "reason": "demo: a goodwill credit for an outage",
             "effective_at": format_timestamp(period_start + dt.timedelta(days=1))})

@@ -22,6 +22,10 @@ TYPE_WEIGHTS = ((model.INSTANCE, 0.35), (model.VOLUME, 0.30), (model.FLOATING_IP
                 (model.IMAGE, 0.10), (model.LOADBALANCER, 0.10))
 PUBLIC_FLAVORS = [i for i, f in enumerate(FLAVORS) if f.is_public]
 
+# Keystone domains the projects are spread over, round robin: demo (the first) and
+# the admin project are in keystone's own "default".
+DOMAINS = ("default", "d-acme", "d-globex")
+
 
 class GeneratedWorld(NamedTuple):
     projects: list[Project]
@@ -37,7 +41,8 @@ def generate(config: WorldConfig) -> GeneratedWorld:
     n_projects = min(max(config.scale // 250, 2), 400)
     projects: list[Project] = []
     for index in range(n_projects):
-        projects.append(Project(b.hexid(), "demo" if index == 0 else f"project-{index:03d}"))
+        projects.append(Project(b.hexid(), "demo" if index == 0 else f"project-{index:03d}",
+                                DOMAINS[index % len(DOMAINS)]))
     admin_project = Project(b.hexid(), "admin")
     users = {p.id: b.hexid() for p in projects}
     users[admin_project.id] = b.hexid()

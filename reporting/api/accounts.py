@@ -1,7 +1,8 @@
 """``/v1/accounts``: billing accounts, their dated memberships and their statements.
 
 Adding an account or a membership is ``admin``; reading them and an account's
-statement is ``read`` (a project reader reads its project's statement only).
+statement is ``read``, or ``account_reader`` for its own account (a project reader
+reads its project's statement only).
 ``GET /v1/accounts/{id}/statement?period=P`` answers JSON, or CSV with
 ``Accept: text/csv``.  ``POST /v1/accounts/{id}/lines`` (admin) books a credit, a
 charge or a reversal by hand; ``GET`` lists them (read).
@@ -26,6 +27,7 @@ from reporting.api.billing_common import caller_name, cloud_path, period_name
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.api.periods import require_known
+from reporting.api.project_scope import require_account_read, visible_account
 from reporting.api.statements import LINE_FIELDS, NUMERIC_FIELDS, neutralised, tier_row
 from reporting.billing import (
     account_statements,
@@ -90,7 +92,7 @@ def post_account() -> Any:
 
 
 @bp.get("/v1/accounts")
-@require_role("read")
+@require_account_read
 def get_accounts() -> Any:
     params.only(request.args, frozenset({"limit", "marker"}))
     limit = pagination.parse_limit(request.args)
@@ -98,14 +100,18 @@ def get_accounts() -> Any:
     if "marker" in request.args:
         (decoded,) = pagination.decode_marker(_TAG, ["str"], request.args["marker"])
         after = str(decoded)
-    rows = accounts.listed(db_session(), after, limit + 1)
+    own = visible_account()
+    if own is None:
+        rows = accounts.listed(db_session(), after, limit + 1)
+    else:  # an account reader lists its own account only
+        rows = [] if after is not None and after >= own else [accounts.get(db_session(), own)]
     marker = (pagination.encode_marker(_TAG, [rows[limit - 1].account_id])
               if len(rows) > limit else None)
     return pagination.list_body([accounts.render(r) for r in rows[:limit]], marker)
 
 
 @bp.get("/v1/accounts/<account_id>")
-@require_role("read")
+@require_account_read
 def get_account(account_id: str) -> Any:
     params.only(request.args, frozenset())
     row = _known(account_id)
@@ -211,7 +217,7 @@ def _wants_csv() -> bool:
 
 
 @bp.get("/v1/accounts/<account_id>/statement")
-@require_role("read")
+@require_account_read
 def get_account_statement(account_id: str) -> Response:
     params.only(request.args, frozenset({"period"}))
     period = period_name(request.args.get("period"))
@@ -251,7 +257,7 @@ def post_line(account_id: str) -> Any:
 
 
 @bp.get("/v1/accounts/<account_id>/lines")
-@require_role("read")
+@require_account_read
 def get_lines(account_id: str) -> Any:
     params.only(request.args, frozenset({"cloud", "period", "limit", "marker"}))
     cloud = params.text(request.args, "cloud")
@@ -291,7 +297,7 @@ def post_commitment(account_id: str) -> Any:
 
 
 @bp.get("/v1/accounts/<account_id>/commitments")
-@require_role("read")
+@require_account_read
 def get_commitments(account_id: str) -> Any:
     params.only(request.args, frozenset({"limit", "marker"}))
     limit = pagination.parse_limit(request.args)

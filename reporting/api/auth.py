@@ -25,7 +25,13 @@ from flask import Flask, current_app, g, request
 from oslo_config import cfg
 
 from reporting.api import keystone_auth
-from reporting.api.callers import PROJECT_READER, ROLES, AuthConfigError, Caller
+from reporting.api.callers import (
+    ACCOUNT_READER,
+    PROJECT_READER,
+    ROLES,
+    AuthConfigError,
+    Caller,
+)
 from reporting.api.errors import ApiError
 from reporting.yaml_errors import where_and_why
 from tally_common.token_file import unusable_token_reason
@@ -46,7 +52,8 @@ api_auth_opts: list[cfg.Opt] = [
     cfg.StrOpt(
         "tokens_file",
         help="YAML file mapping bearer tokens to roles ({token: ingest|read|admin}, or "
-        "{token: {role: project_reader, project_id: P}} for one project's reader); "
+        "{token: {role: project_reader, project_id: P}} for one project's reader, "
+        "{token: {role: account_reader, account_id: A}} for one billing account's); "
         "required with auth_strategy=token.",
     ),
 ]
@@ -54,21 +61,32 @@ api_auth_opts: list[cfg.Opt] = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+_BOUND_ROLES = {PROJECT_READER: "project_id", ACCOUNT_READER: "account_id"}
+
+
 def _caller_of(path: str, token_value: object) -> Caller:
-    """A tokens-file value: a role name, or ``{role: project_reader, project_id: P}``."""
+    """A tokens-file value: a role name, ``{role: project_reader, project_id: P}`` or
+    ``{role: account_reader, account_id: A}``."""
     if isinstance(token_value, dict):
-        role, project = token_value.get("role"), token_value.get("project_id")
-        if role != PROJECT_READER or set(token_value) != {"role", "project_id"} \
-                or not isinstance(project, str) or not project.strip():
+        role = token_value.get("role")
+        member = _BOUND_ROLES.get(role) if isinstance(role, str) else None
+        bound = token_value.get(member) if member else None
+        if member is None or set(token_value) != {"role", member} \
+                or not isinstance(bound, str) or not bound.strip():
             raise AuthConfigError(
                 f"[api] tokens_file {path}: a mapping value must be exactly "
-                "{role: project_reader, project_id: <non-empty project id>}"
+                "{role: project_reader, project_id: <non-empty project id>} or "
+                "{role: account_reader, account_id: <non-empty account id>}"
             )
-        return Caller(PROJECT_READER, project)
-    if token_value == PROJECT_READER:
+        if role == ACCOUNT_READER:
+            return Caller(ACCOUNT_READER, account_id=bound)
+        return Caller(PROJECT_READER, bound)
+    if token_value in _BOUND_ROLES:
+        member = _BOUND_ROLES[str(token_value)]
+        what = "a project" if member == "project_id" else "an account"
         raise AuthConfigError(
-            f"[api] tokens_file {path}: role project_reader needs a project: "
-            "{role: project_reader, project_id: P}"
+            f"[api] tokens_file {path}: role {token_value} needs {what}: "
+            f"{{role: {token_value}, {member}: ...}}"
         )
     if token_value not in ROLES:
         raise AuthConfigError(
@@ -179,8 +197,8 @@ def with_note(message: str, caller: Caller) -> str:
 
 def require_role(*required: str) -> Callable[[F], F]:
     """Decorator for a view that needs one of ``required`` (admin is granted everything)."""
-    if not required or any(role not in ROLES or role == PROJECT_READER for role in required):
-        # A project reader's views use reporting.api.project_scope.require_project_read.
+    if not required or any(role not in ROLES or role in _BOUND_ROLES for role in required):
+        # A project or account reader's views use reporting.api.project_scope's decorators.
         raise ValueError(f"unknown role in {required}")
 
     def decorator(view: F) -> F:

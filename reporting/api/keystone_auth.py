@@ -41,7 +41,13 @@ from typing import Any
 from flask import Flask
 from oslo_config import cfg
 
-from reporting.api.callers import PROJECT_READER, ROLES, AuthConfigError, Caller
+from reporting.api.callers import (
+    ACCOUNT_READER,
+    PROJECT_READER,
+    ROLES,
+    AuthConfigError,
+    Caller,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -57,11 +63,14 @@ api_keystone_opts: list[cfg.Opt] = [
         "keystone_role_map",
         default={"admin": "admin", "reader": PROJECT_READER, "member": PROJECT_READER},
         help="With auth_strategy=keystone: keystone role name -> Tally role "
-        "(ingest, read, admin or project_reader), e.g. admin:admin,reader:project_reader,"
-        "member:project_reader,tally_auditor:read,tally_ingest:ingest. read and admin "
-        "see every project; project_reader only the project the token is scoped to. "
+        "(ingest, read, admin, account_reader or project_reader), e.g. admin:admin,"
+        "reader:project_reader,member:project_reader,tally_auditor:read,tally_ingest:ingest,"
+        "tally_account_reader:account_reader. read and admin see every project; "
+        "project_reader only the project the token is scoped to; account_reader the "
+        "billing account holding that project now and every project of that account. "
         "A token with several mapped roles gets the strongest (admin, then ingest, then "
-        "read, then project_reader); a token with none gets 403. What a role grants "
+        "read, then account_reader, then project_reader); a token with none gets 403. "
+        "What a role grants "
         "depends on the token's scope: admin, read and ingest need a system-scoped "
         "token (or one scoped to a keystone_admin_project_ids project); scoped to any "
         "other project a token reads that project at most; a domain-scoped token gets "
@@ -78,7 +87,9 @@ api_keystone_opts: list[cfg.Opt] = [
 ]
 
 # Strongest first: a token that maps to several Tally roles gets the first.
-_PRECEDENCE = ("admin", "ingest", "read", PROJECT_READER)
+# An account reader reads its account and every project it holds: more than one
+# project, less than the cloud.
+_PRECEDENCE = ("admin", "ingest", "read", ACCOUNT_READER, PROJECT_READER)
 
 ROLE_MAP_KEY = "TALLY_KEYSTONE_ROLE_MAP"
 ADMIN_PROJECTS_KEY = "TALLY_KEYSTONE_ADMIN_PROJECTS"
@@ -254,6 +265,7 @@ def scoped_role(mapped: str, scope: TokenScope) -> tuple[str, str | None]:
 
     - system: ``mapped``; a system-scoped project_reader has no project to read and
       reads every project (``read``), keystone's system reader;
+      an account_reader has no project to find its account by: nothing;
     - admin project: ``mapped``; project_reader reads that project;
     - project: project_reader of that project at most (admin and read are cut down to
       it; ingest, a cloud-wide write, to nothing);
@@ -264,6 +276,9 @@ def scoped_role(mapped: str, scope: TokenScope) -> tuple[str, str | None]:
     if mapped == NO_ROLE:
         return NO_ROLE, None
     if scope.kind == "system":
+        if mapped == ACCOUNT_READER:
+            return NO_ROLE, ("account_reader reads the account holding the project its "
+                             "token is scoped to: a system-scoped token names no project")
         return ("read" if mapped == PROJECT_READER else mapped), None
     if scope.kind == "admin_project":
         return mapped, None
@@ -323,5 +338,6 @@ def caller_from_environ(environ: Mapping[str, Any]) -> Caller | None:
     granted = granted_roles(auth_ref.role_names or [], current_app.config[ROLE_MAP_KEY])
     scope = token_scope(auth_ref, current_app.config[ADMIN_PROJECTS_KEY])
     role, note = strongest_in_scope(granted, scope)
-    project = scope.project_id if role == PROJECT_READER else None
+    # An account reader's account is the one holding this project now (per request).
+    project = scope.project_id if role in (PROJECT_READER, ACCOUNT_READER) else None
     return Caller(role, project, note)

@@ -116,7 +116,8 @@ def account_paths() -> dict[str, Any]:
     return {
         "/v1/accounts": {
             "get": {**_TAGS, "operationId": "listAccounts",
-                    "summary": "The billing accounts, by id (role read).",
+                    "summary": "The billing accounts, by id (role read; an account_reader "
+                               "gets its own).",
                     "parameters": [param_ref("limit"), param_ref("marker")],
                     "responses": {"200": json_body(ref("Accounts"), "A page of accounts."),
                                   **errors(400, 401, 403)}},
@@ -129,7 +130,8 @@ def account_paths() -> dict[str, Any]:
         },
         "/v1/accounts/{account_id}": {"get": {
             **_TAGS, "operationId": "getAccount",
-            "summary": "An account and every membership naming it (role read).",
+            "summary": "An account and every membership naming it (role read, or "
+                       "account_reader of it).",
             "parameters": [path("account_id")],
             "responses": {"200": json_body(ref("AccountWithMemberships"), "The account."),
                           **errors(400, 401, 403, 404)}}},
@@ -146,7 +148,8 @@ def account_paths() -> dict[str, Any]:
         "/v1/accounts/{account_id}/statement": {"get": {
             **_TAGS, "operationId": "getAccountStatement",
             "summary": "The account's statement of a period: a section per stretch of "
-            "the period a project belonged to it (role read); Accept: text/csv answers "
+            "the period a project belonged to it (role read, or account_reader of it); "
+            "Accept: text/csv answers "
             "CSV; a period that has not started is 409.",
             "parameters": [path("account_id"),
                            query("period", _PERIOD, "The month, YYYY-MM (UTC).",
@@ -157,7 +160,8 @@ def account_paths() -> dict[str, Any]:
         "/v1/accounts/{account_id}/lines": {
             "get": {**_TAGS, "operationId": "listAccountLines",
                     "summary": "The credits and charges booked on the account by hand, by "
-                    "number, each with the line reversing it (role read).",
+                    "number, each with the line reversing it (role read, or "
+                    "account_reader of it).",
                     "parameters": [path("account_id"),
                                    query("cloud", {"type": "string"}, "Only this cloud's."),
                                    query("period", _PERIOD, "Only this period's."),
@@ -178,7 +182,7 @@ def account_paths() -> dict[str, Any]:
         "/v1/accounts/{account_id}/commitments": {
             "get": {**_TAGS, "operationId": "listAccountCommitments",
                     "summary": "The account's minimum commitments, by effective_from (role "
-                    "read).",
+                    "read, or account_reader of it).",
                     "parameters": [path("account_id"), param_ref("limit"),
                                    param_ref("marker")],
                     "responses": {"200": json_body(ref("AccountCommitments"),

@@ -6,7 +6,7 @@ edited or removed (a project moves by a later one), and one may not take effect
 before the end of a closed period of its cloud that it would change: an account's
 statement of a closed period never changes, as a project's does not.  A project with
 no membership in force belongs to no account: it is billed on its own statement only
-(Tally's history holds no keystone domain to group it by).
+(a sync may book it into its keystone domain's account: ``default_accounts``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -206,3 +207,30 @@ def stretches(session: Session, name: str, start: dt.datetime, end: dt.datetime
             if piece_start < piece_end:
                 found.append(Stretch(cloud, project_id, row.number, piece_start, piece_end))
     return found
+
+
+def _in_force(rows: Sequence[AccountMembership], now: dt.datetime
+              ) -> dict[tuple[str, str], AccountMembership]:
+    """Per (cloud, project), the membership in force at ``now`` (the last one begun)."""
+    current: dict[tuple[str, str], AccountMembership] = {}
+    for row in sorted(rows, key=lambda r: r.effective_from):
+        if row.effective_from <= now:
+            current[(row.cloud, row.project_id)] = row
+    return current
+
+
+def held_now(session: Session, name: str, now: dt.datetime) -> frozenset[str]:
+    """The ids of the projects account ``name`` holds at ``now`` (of any cloud)."""
+    model = AccountMembership
+    named = sa.select(model.cloud, model.project_id).where(model.account_id == name)
+    rows = session.execute(sa.select(model).where(
+        sa.tuple_(model.cloud, model.project_id).in_(named))).scalars().all()
+    return frozenset(row.project_id for row in _in_force(rows, now).values()
+                     if row.account_id == name)
+
+
+def holding_now(session: Session, project_id: str, now: dt.datetime) -> list[str]:
+    """The accounts holding project ``project_id`` at ``now``, one per cloud at most."""
+    model = AccountMembership
+    rows = session.execute(sa.select(model).where(model.project_id == project_id)).scalars().all()
+    return sorted({row.account_id for row in _in_force(rows, now).values()})

@@ -28,7 +28,7 @@ from openstack.config import cloud_region
 
 from mapping.event import format_timestamp
 from mapping.openstack_rules import ImageData, image_data
-from reporting.openstack import resources
+from reporting.openstack import keystone_projects, resources
 from reporting.openstack.credentials import resolve_cloud
 from reporting.openstack.errors import ServiceNotInCatalog
 from reporting.openstack.http import (
@@ -269,7 +269,29 @@ class _Run:
             self._enumerate("loadbalancer", lambda: self._loadbalancers(octavia))
         if cinder is not None:
             self._rename_volume_types(self._volume_types(cinder))
+        if self.settings.accounts_by_domain is not None:
+            self._default_accounts(session)
         return self.observation
+
+    def _default_accounts(self, session: Any) -> None:
+        """Each keystone project's default account, named after its domain; a listing
+        keystone refuses is said (``default_account_errors``), never a failed run."""
+        settings = self.settings
+        try:
+            identity = self._client(session, "identity")
+            domains, problems = keystone_projects.project_domains(identity)
+        except LISTING_ERRORS as exc:
+            self.budget.remaining()
+            hint = (f"; {keystone_projects.NEEDS}"
+                    if getattr(exc, "http_status", None) in (401, 403) else "")
+            self.observation.default_account_errors.append(
+                f"listing keystone's projects: {exc}{hint}")
+            return
+        self.observation.default_account_errors.extend(problems)
+        self.observation.default_accounts = {
+            project: (settings.domain_account(self.cloud, domain),
+                      f"keystone domain {domain} of cloud {self.cloud}")
+            for project, domain in domains.items()}
 
     def _enumerate(self, resource_type: str, listing: Callable[[], bool]) -> None:
         """Run one type's listing; it returns False when it stays incomplete."""

@@ -19,6 +19,7 @@ from keystoneauth1 import exceptions as ks_exceptions
 
 # The catalog's service types by the name operators know them by.
 SERVICE_NAMES = {
+    "identity": "keystone",
     "compute": "nova",
     "block-storage": "cinder",
     "volumev3": "cinder",

@@ -7,6 +7,10 @@ aborts naming the setting.
 ``services`` names the catalog service types the cloud runs; a type whose service is
 not named is not observed (so never reconciled, never deleted by absence).  Unset:
 the four core services, and ``load-balancer`` with the deprecated ``include_octavia``.
+
+``accounts_by_domain`` (a template such as ``"{cloud}-{domain_id}"``) makes every run
+list keystone's projects and name each project's default billing account after its
+domain (``reporting.billing.default_accounts``).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from typing import Any
 
 from reporting.sync.observation import RunAborted
 
-KNOWN_KEYS = ("os_cloud", "services", "include_octavia")
+KNOWN_KEYS = ("os_cloud", "services", "include_octavia", "accounts_by_domain")
+# The names an accounts_by_domain template may use.
+TEMPLATE_NAMES = ("{cloud}", "{domain_id}")
 # Catalog service type -> the resource types it serves.
 SERVICE_TYPES: Mapping[str, tuple[str, ...]] = {
     "compute": ("instance",),
@@ -33,6 +39,13 @@ CORE_SERVICES = frozenset({"compute", "block-storage", "network", "image"})
 class OpenStackSettings:
     os_cloud: str
     services: frozenset[str] = CORE_SERVICES
+    accounts_by_domain: str | None = None
+
+    def domain_account(self, cloud: str, domain_id: str) -> str:
+        """The account a project of keystone domain ``domain_id`` defaults to."""
+        assert self.accounts_by_domain is not None
+        return (self.accounts_by_domain.replace("{cloud}", cloud)
+                .replace("{domain_id}", domain_id))
 
     @property
     def include_octavia(self) -> bool:
@@ -78,4 +91,23 @@ def parse_settings(config: Any) -> OpenStackSettings:
     os_cloud = config.get("os_cloud")
     if not isinstance(os_cloud, str) or not os_cloud.strip():
         raise RunAborted("adapter_config: os_cloud is required and must name a clouds.yaml entry")
-    return OpenStackSettings(os_cloud=os_cloud, services=_services(config))
+    return OpenStackSettings(os_cloud=os_cloud, services=_services(config),
+                             accounts_by_domain=_template(config.get("accounts_by_domain")))
+
+
+def _template(value: Any) -> str | None:
+    """An ``accounts_by_domain`` template: text naming ``{domain_id}`` (so each domain
+    gets an account of its own), and no other ``{...}``."""
+    if value is None:
+        return None
+    names = ", ".join(TEMPLATE_NAMES)
+    if not isinstance(value, str) or "{domain_id}" not in value:
+        raise RunAborted(f"adapter_config: accounts_by_domain must be text naming "
+                         f"{{domain_id}}, e.g. \"{{cloud}}-{{domain_id}}\" (it may use {names})")
+    rest = value
+    for name in TEMPLATE_NAMES:
+        rest = rest.replace(name, "")
+    if "{" in rest or "}" in rest:
+        raise RunAborted(f"adapter_config: accounts_by_domain {value!r} uses a name other "
+                         f"than {names}")
+    return value

@@ -74,6 +74,13 @@ class Observation:
     # ``ObserveRequest.changed_since``): never enumerated, so nothing of theirs is read
     # as absent.
     changed_types: set[str] = dataclasses.field(default_factory=set)
+    # Where the platform groups projects (keystone domains, adapter_config
+    # accounts_by_domain): each listed project's default billing account, as
+    # project id -> (account id, the account's description); None when not asked.
+    # ``default_account_errors`` say why some or all are missing: they never fail the
+    # run (the resources' history does not depend on them).
+    default_accounts: dict[str, tuple[str, str]] | None = None
+    default_account_errors: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,6 +18,7 @@ from oslo_config import cfg
 from sqlalchemy.orm import Session, sessionmaker
 
 from mapping.event import MAX_BATCH, format_timestamp
+from reporting.billing import default_accounts
 from reporting.future import FutureClock
 from reporting.ingest import ingest
 from reporting.sync import lock, store
@@ -98,11 +99,27 @@ def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: Cloud
     stats["deferred"] = dict(plan.deferred)
     _book(factory, plan, stats, deadline, budget_s,
           strict=bool(conf.ingest.require_size_schema), future=future)
+    if observation.default_accounts is not None or observation.default_account_errors:
+        _default_accounts(factory, entry.name, observation, at, stats)
     if not stats["errors"]:
         seen = [(o.resource_type, o.resource_id) for o in observation.resources]
         store.record_sightings(factory, entry.name, seen, at, full_bound,
                                exhaustive=observation.enumerated_types,
                                partial=bool(observation.changed_types))
+
+
+def _default_accounts(factory: sessionmaker[Session], cloud: str, observation: Observation,
+                      at: dt.datetime, stats: dict[str, Any]) -> None:
+    """Each new project's default billing account (its keystone domain's); what this
+    could not do is said in the run's stats and log, and never fails the run."""
+    report = default_accounts.assign(factory, cloud, observation.default_accounts or {},
+                                     observation.default_account_errors, at, lock.utcnow())
+    stats["default_accounts"] = report
+    for error in report["errors"]:
+        LOG.warning("sync of %s: default accounts: %s", cloud, error)
+    if report["memberships_added"]:
+        LOG.info("sync of %s: %d project(s) joined their domain's account (%d account(s) "
+                 "added)", cloud, report["memberships_added"], len(report["accounts_added"]))
 
 
 def _incremental_since(conf: cfg.ConfigOpts, factory: sessionmaker[Session], cloud: str,

@@ -5,7 +5,10 @@
   ``X-Auth-Token``, as keystonemiddleware asks: 200 with the token body, 404 for a
   token unknown, expired or revoked, 401 for an invalid caller token, 403 for a
   caller that holds neither the admin nor the service role (nor is the subject);
-- ``DELETE /v3/auth/tokens``: revoke the ``X-Subject-Token`` (204, 404 if not valid).
+- ``DELETE /v3/auth/tokens``: revoke the ``X-Subject-Token`` (204, 404 if not valid);
+- ``GET /v3/projects``: every project (the world's, the admin and service projects)
+  with its ``domain_id``, in keystone's shape (no paging, ``links`` an object); an
+  admin's only (``identity:list_projects``), else 403 in keystone's words.
 
 The catalog lists Tally's Reporting API (service type ``usage-history``) when the
 server was given its URL (``tally-simcloud serve --tally-url``).
@@ -19,7 +22,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, request
 
 from simcloud.api import common
-from simcloud.identity import DOMAIN_ID, DOMAIN_NAME, AuthError, Token
+from simcloud.identity import DOMAIN_ID, DOMAIN_NAME, AuthError, Token, access_allowed
 
 bp = Blueprint("keystone", __name__, url_prefix="/identity")
 REGION = "RegionOne"
@@ -108,6 +111,34 @@ def revoke_token() -> Response:
     assert subject is not None
     common.identity().revoke(subject.value)
     return Response(status=204)
+
+
+@bp.get("/v3/projects")
+def list_projects() -> Response:
+    caller = common.identity().validate(request.headers.get("X-Auth-Token"))
+    if caller is None:
+        return common.unauthorized()
+    if not access_allowed(caller, "identity", common.CATALOG_TYPES, request.method,
+                          request.path):
+        return common.unauthorized()
+    if not caller.is_admin:
+        return _error(403, "Forbidden", "You are not authorized to perform the requested "
+                                        "action: identity:list_projects.")
+    base = common.base_url()
+    world = common.world()
+    service = {user.project_id: user.project_name
+               for user in common.identity().users.values()}
+    listed = [(p.id, p.name, p.domain_id) for p in (*world.projects, world.admin_project)]
+    listed += [(project_id, name, DOMAIN_ID) for project_id, name in service.items()
+               if project_id not in {row[0] for row in listed}]
+    projects = [{"id": project_id, "name": name, "domain_id": domain, "description": "",
+                 "enabled": True, "is_domain": False, "parent_id": domain, "tags": [],
+                 "options": {},
+                 "links": {"self": f"{base}/identity/v3/projects/{project_id}"}}
+                for project_id, name, domain in sorted(listed)]
+    return common.json_response({"links": {"self": f"{base}/identity/v3/projects",
+                                           "previous": None, "next": None},
+                                 "projects": projects})
 
 
 def _instant(moment: dt.datetime) -> str:

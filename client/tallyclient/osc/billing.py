@@ -1,4 +1,5 @@
 """``openstack tally account list|show|statement``, ``account line list``,
+``account commitment list``,
 ``period list|export`` and ``delivery list``: the billing reads of ``tally``.
 
 Read-only on purpose: closing a period, booking credits and charges, adding accounts
@@ -49,6 +50,14 @@ class _BillingList(_TallyCommand, Lister):
 
     # A class attribute, read through the class: the function is not bound to self.
     fetch: ClassVar[Callable[[ApiClient, argparse.Namespace], commands.Output]]
+    # The command's positional arguments: (name, metavar, help).
+    positionals: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        for name, metavar, text in type(self).positionals:
+            parser.add_argument(name, metavar=metavar, help=text)
+        return parser
 
     def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
         # "table": the functions answering raw bytes for csv/json answer rows instead.
@@ -120,34 +129,36 @@ class ShowAccountStatement(_TallyCommand, Lister):
         return code
 
 
+ACCOUNT = ("account", "<account>", "the account's id")
+CLOUD = ("cloud", "<cloud>", "the cloud's name in Tally")
+PERIOD = ("period", "<YYYY-MM>", "the month (UTC)")
+
+
 class ListAccountLine(_BillingList):
     """List the credits and charges booked by hand on an account (read role)."""
 
     fetch = billing.account_lines
+    positionals = (ACCOUNT,)
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
-        parser.add_argument("account", metavar="<account>", help="the account's id")
         parser.add_argument("--cloud", metavar="<cloud>", help="only this cloud's lines")
         parser.add_argument("--period", metavar="<YYYY-MM>", help="only this month's lines")
         return parser
+
+
+class ListAccountCommitment(_BillingList):
+    """List an account's minimum commitments, by the month each takes effect (read role)."""
+
+    fetch = billing.account_commitments
+    positionals = (ACCOUNT,)
 
 
 class ListPeriod(_BillingList):
     """List a cloud's periods: status, who closed them, the cutoff."""
 
     fetch = billing.period_list
-
-    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
-        parser = super().get_parser(prog_name)
-        parser.add_argument("cloud", metavar="<cloud>", help="the cloud's name in Tally")
-        return parser
-
-
-def _cloud_period(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("cloud", metavar="<cloud>", help="the cloud's name in Tally")
-    parser.add_argument("period", metavar="<YYYY-MM>", help="the month (UTC)")
-    return parser
+    positionals = (CLOUD,)
 
 
 class ExportPeriod(_BillingList):
@@ -155,15 +166,11 @@ class ExportPeriod(_BillingList):
     export's exact bytes for an invoicing system: ``tally period export``)."""
 
     fetch = billing.period_export
-
-    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
-        return _cloud_period(super().get_parser(prog_name))
+    positionals = (CLOUD, PERIOD)
 
 
 class ListDelivery(_BillingList):
     """List the webhook deliveries of a period's close, with their attempts (admin)."""
 
     fetch = billing.period_deliveries
-
-    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
-        return _cloud_period(super().get_parser(prog_name))
+    positionals = (CLOUD, PERIOD)

@@ -9,6 +9,7 @@ import datetime as dt
 import io
 import json
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,8 @@ def billed(billing_cloud: tuple[KeystoneCloud, str]) -> KeystoneCloud:
     _post(sqlite_cloud, admin, "/v1/accounts/acme/lines",
           {"kind": "credit", "cloud": "sim", "period": MONTH, "amount": "1.50",
            "reason": "outage", "effective_at": "2026-11-20T12:00:00Z"})
+    _post(sqlite_cloud, admin, "/v1/accounts/acme/commitments",
+          {"effective_from": "2026-11-01T00:00:00Z", "currency": "EUR", "minimum": "100.00"})
     _post(sqlite_cloud, admin, f"/v1/periods/sim/{MONTH}/close",
           {"accept_unrated_lines": True, "accept_partial_history": True})
     _failed_delivery(url)
@@ -127,6 +130,10 @@ def test_account_statement(billed: KeystoneCloud) -> None:
     footer = done.stdout.splitlines()[-1]
     assert footer.startswith(statement["status"]), footer
     assert f"credits and charges {totals['manual_total']}  total {totals['total']}" in footer
+    assert (totals["commitment"]["minimum"], totals["commitment"]["shortfall"]) == (
+        "100.00", str(Decimal("100.00") - Decimal(totals["subtotal"])
+                      - Decimal(totals["adjustments_total"])))
+    assert "  minimum 100.00 (from 2026-11-01T00:00:00.000000Z)  shortfall " in footer
     assert "credit line 1: outage" in done.stdout
     assert "None" not in done.stdout, done.stdout
     done = openstack(billed, "sim-auditor", "account", "statement", "acme", "--period", MONTH,
@@ -147,6 +154,22 @@ def test_account_line_list(billed: KeystoneCloud) -> None:
     done = openstack(billed, "sim-admin", "account", "line", "list", "acme", "--period",
                      "2026-10", "-f", "json")
     assert (done.returncode, json.loads(done.stdout)) == (0, [])
+
+
+def test_account_commitment_list(billed: KeystoneCloud) -> None:
+    done = openstack(billed, "sim-auditor", "account", "commitment", "list", "acme",
+                     "-f", "json")
+    assert done.returncode == 0, done.stderr
+    (commitment,) = json.loads(done.stdout)
+    assert (commitment["effective_from"], commitment["currency"], commitment["minimum"]) == (
+        "2026-11-01T00:00:00.000000Z", "EUR", "100.00")
+    done = openstack(billed, "sim-admin", "account", "commitment", "list", "acme")
+    assert done.returncode == 0 and "| 100.00 " in done.stdout and "None" not in done.stdout
+    done = openstack(billed, "sim-member", "account", "commitment", "list", "acme")
+    assert done.returncode == 1 and "403 forbidden" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    done = openstack(billed, "sim-auditor", "account", "commitment", "list", "nobody")
+    assert done.returncode == 1 and "404 not_found" in done.stderr
 
 
 def test_period_list_and_export(billed: KeystoneCloud) -> None:

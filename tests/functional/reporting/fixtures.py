@@ -102,13 +102,17 @@ def app(conf: cfg.ConfigOpts) -> Iterator[Flask]:
 
 @contextlib.contextmanager
 def project_readers_app(make_conf: ConfFactory, db_url: str, tmp_path: Path,
-                        projects: tuple[str, ...]) -> Iterator[Flask]:
+                        projects: tuple[str, ...], accounts: tuple[str, ...] = ()
+                        ) -> Iterator[Flask]:
     """An app whose tokens file holds TOKENS and, for each P of ``projects``, the
-    bearer token ``tok-P`` of a project reader bound to P."""
+    bearer token ``tok-P`` of a project reader bound to P; for each A of ``accounts``,
+    ``tok-account-A`` of an account reader of A."""
     path = tmp_path / "scoped-tokens.yaml"
     tokens: dict[str, Any] = {token: role for role, token in TOKENS.items()}
     for project in projects:
         tokens[f"tok-{project}"] = {"role": "project_reader", "project_id": project}
+    for account in accounts:
+        tokens[f"tok-account-{account}"] = {"role": "account_reader", "account_id": account}
     path.write_text(yaml.safe_dump(tokens))
     application = create_app(make_conf(db_url, api={"tokens_file": str(path)}))
     try:

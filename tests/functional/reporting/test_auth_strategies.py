@@ -97,6 +97,10 @@ def test_token_strategy_without_tokens_file_refuses_to_start(
         ("tok: {role: project_reader}\n", "exactly"),
         ("tok: {role: project_reader, project_id: ''}\n", "non-empty project id"),
         ("tok: {role: project_reader, project_id: p1, extra: 1}\n", "exactly"),
+        ("tok: account_reader\n", "needs an account"),
+        ("tok: {role: account_reader, project_id: p1}\n", "exactly"),
+        ("tok: {role: project_reader, account_id: acme}\n", "exactly"),
+        ("tok: {role: account_reader, account_id: '  '}\n", "non-empty account id"),
     ],
 )
 def test_project_reader_tokens_need_exactly_one_project(
@@ -110,6 +114,8 @@ def test_project_reader_tokens_need_exactly_one_project(
 
 def test_project_reader_token_is_bound_to_its_project(tmp_path: Path) -> None:
     path = tmp_path / "tokens.yaml"
-    path.write_text("a: read\nb: {role: project_reader, project_id: p1}\n")
+    path.write_text("a: read\nb: {role: project_reader, project_id: p1}\n"
+                    "c: {role: account_reader, account_id: acme}\n")
     assert load_tokens(str(path)) == {"a": Caller("read"),
-                                      "b": Caller("project_reader", "p1")}
+                                      "b": Caller("project_reader", "p1"),
+                                      "c": Caller("account_reader", account_id="acme")}

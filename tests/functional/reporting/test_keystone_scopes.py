@@ -22,7 +22,7 @@ from tests.functional.reporting import keystone_fake
 from tests.functional.reporting.keystone_fake import FakeKeystone
 
 ROLE_MAP = ("keystone_role_map = admin:admin,member:project_reader,reader:project_reader,"
-            "tally_auditor:read,tally_ingest:ingest\n"
+            "tally_auditor:read,tally_ingest:ingest,tally_billing:account_reader\n"
             "keystone_admin_project_ids = p-ops")
 BOTH = ["vm-1", "vm-2"]
 
@@ -151,3 +151,31 @@ def test_a_service_token_keystone_refuses_is_401(keystone: FakeKeystone,
     headers = {**_token(keystone, "system", ["admin"]), "X-Service-Token": "unknown"}
     answer = client.get("/v1/resources", headers=headers)
     assert answer.status_code == 401, answer.get_json()
+
+
+def test_an_account_reader_reads_the_account_holding_its_project(
+        keystone: FakeKeystone, client: FlaskClient) -> None:
+    """acme holds p1 and p2 of c1: a token scoped to p1 whose role maps to
+    account_reader reads acme and both projects; scoped to p3 (in no account) or
+    system-scoped it reads nothing, and says why."""
+    admin = _token(keystone, "system", ["admin"])
+    assert client.post("/v1/accounts", json={"account_id": "acme"},
+                       headers=admin).status_code == 201
+    for project in ("p1", "p2"):
+        joined = client.post("/v1/accounts/acme/memberships", headers=admin, json={
+            "cloud": "c1", "project_id": project, "effective_from": "2026-01-01T00:00:00Z"})
+        assert joined.status_code == 201, joined.get_json()
+    reader = _token(keystone, "project:p1", ["tally_billing", "member"])
+    listed = client.get("/v1/resources", headers=reader)
+    assert [item["resource_id"] for item in listed.get_json()["items"]] == BOTH
+    accounts = client.get("/v1/accounts", headers=reader).get_json()
+    assert [item["account_id"] for item in accounts["items"]] == ["acme"]
+    assert client.get("/v1/accounts/acme", headers=reader).status_code == 200
+    assert client.get("/v1/clouds", headers=reader).status_code == 403
+    outside = client.get("/v1/resources", headers=_token(keystone, "project:p3",
+                                                         ["tally_billing"]))
+    assert outside.status_code == 403
+    assert "belongs to no billing account now" in outside.get_json()["error"]["message"]
+    system = client.get("/v1/accounts", headers=_token(keystone, "system", ["tally_billing"]))
+    assert system.status_code == 403
+    assert "a system-scoped token names no project" in system.get_json()["error"]["message"]

@@ -155,7 +155,7 @@ def test_unknown_adapter_setting_fails_the_first_run_naming_it(syncer, tmp_path)
         run = failed_run(typo, typo.sync(T1))
         assert run.stats["errors"] == [
             "adapter_config: unknown setting 'include_octvia' (known: os_cloud, services, "
-            "include_octavia)"]
+            "include_octavia, accounts_by_domain)"]
     finally:
         typo.app.extensions[ENGINE_KEY].dispose()
 

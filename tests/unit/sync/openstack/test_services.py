@@ -5,6 +5,7 @@ service the catalog lacks fails the run."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 import pytest
@@ -73,3 +74,15 @@ def test_include_octavia_is_the_deprecated_spelling_of_load_balancer() -> None:
 def test_a_bad_services_setting_aborts_naming_it(config: dict[str, Any], message: str) -> None:
     with pytest.raises(RunAborted, match=r"^adapter_config: " + message):
         parse_settings({"os_cloud": "e", **config})
+
+
+def test_accounts_by_domain_is_a_template_naming_the_domain() -> None:
+    settings = parse_settings({"os_cloud": "x", "accounts_by_domain": "{cloud}-{domain_id}"})
+    assert settings.domain_account("eu1", "8a3f") == "eu1-8a3f"
+    assert parse_settings({"os_cloud": "x"}).accounts_by_domain is None
+    for bad, why in (("{cloud}", "must be text naming {domain_id}"),
+                     (True, "must be text naming {domain_id}"),
+                     ("{domain_id}-{region}", "uses a name other than {cloud}, {domain_id}"),
+                     ("{domain_id}}", "uses a name other than")):
+        with pytest.raises(RunAborted, match=re.escape(why)):
+            parse_settings({"os_cloud": "x", "accounts_by_domain": bad})
