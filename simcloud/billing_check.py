@@ -44,7 +44,10 @@ DEMO_PRICES: dict[str, Any] = {
                      "by_resources": {"vcpus": "0.010", "ram_gb": "0.005", "disk_gb": "0.0001"}},
         "volume": {"per": "gb_hour", "rate": "0.00010",
                    "type_modifiers": {"ssd": "1.5", "gold-private": "2"}},
-        "floating_ip": {"per": "hour", "rate": "0.005"},
+        # Graduated over each project's floating-IP hours of the month.
+        "floating_ip": {"per": "hour", "mode": "graduated",
+                        "tiers": [{"up_to": "48", "rate": "0.005"},
+                                  {"up_to": None, "rate": "0.003"}]},
         "image": {"per": "gb_hour", "rate": "0.00005"},
         "loadbalancer": {"per": "hour", "rate": "0.030", "listener": "0.005", "pool": "0.005"},
     },
@@ -79,12 +82,41 @@ def _hourly(kind: str, size: dict[str, Any] | None, state: str) -> Fraction | No
         return None if "size_gb" not in size else _num(size["size_gb"]) * _q(
             rates["image"]["rate"])
     if kind == "floating_ip":
-        return _q(rates["floating_ip"]["rate"])
+        # Each line at the first tier's rate; the project's tier line brings the
+        # month's hours to the tiers' price (tier_amount).
+        return _q(rates["floating_ip"]["tiers"][0]["rate"])
     if kind == "loadbalancer":
         lb = rates["loadbalancer"]
         return (_q(lb["rate"]) + _num(size.get("listeners", 0)) * _q(lb["listener"])
                 + _num(size.get("pools", 0)) * _q(lb["pool"]))
     return None
+
+
+def graduated(quantity: Fraction) -> Fraction:
+    """What DEMO_PRICES' floating-IP tiers price ``quantity`` hours at: each slice at
+    its tier's rate."""
+    owed, below = Fraction(0), Fraction(0)
+    for tier in DEMO_PRICES["rates"]["floating_ip"]["tiers"]:
+        top = quantity if tier["up_to"] is None else min(quantity, _q(tier["up_to"]))
+        if top > below:
+            owed += (top - below) * _q(tier["rate"])
+        if tier["up_to"] is None or quantity <= _q(tier["up_to"]):
+            return owed
+        below = _q(tier["up_to"])
+    return owed
+
+
+def tier_amount(hours: Fraction) -> Decimal:
+    """A project's floating-IP tier line: the tiers' price of its month's hours less
+    its lines' (every hour at the first tier's rate), rounded once."""
+    first = _q(DEMO_PRICES["rates"]["floating_ip"]["tiers"][0]["rate"])
+    return _cents(graduated(hours) - first * hours)
+
+
+def _tier_slack() -> Fraction:
+    """How much a tier line moves per hour of difference: first rate − lowest rate."""
+    rates = [_q(t["rate"]) for t in DEMO_PRICES["rates"]["floating_ip"]["tiers"]]
+    return rates[0] - min(rates)
 
 
 def _cents(value: Fraction) -> Decimal:
@@ -221,6 +253,8 @@ class MonthCheck:
     bounded: int = 0  # the others: within the bound
     longest: Fraction = Fraction(0)  # the longest disagreement outside transitions, seconds
     deviation: Decimal = Decimal("0.00")  # sum over resources and projects of |Tally - truth|
+    tier_lines: int = 0  # projects' floating-IP tier lines checked
+    tiers_total: Decimal = Decimal("0.00")
     allowance: Fraction = Fraction(0)  # the sum of their bounds
     problems: list[str] = dataclasses.field(default_factory=list)
 
@@ -229,7 +263,9 @@ class MonthCheck:
                 f"the truth's lifecycle billed exactly the truth's amounts; {self.bounded} "
                 f"learnt a change at a sync's poll, off by {self.deviation} EUR in all "
                 f"(bound {_cents(self.allowance)} EUR), longest disagreement "
-                f"{float(self.longest):.0f} s outside transitions")
+                f"{float(self.longest):.0f} s outside transitions; {self.tier_lines} "
+                f"floating-IP tier lines ({self.tiers_total} EUR) recomputed from the "
+                f"lifecycles")
 
 
 Getter = Callable[..., Any]  # get(path, **params) -> the decoded JSON body
@@ -268,14 +304,22 @@ def _projects(get: Getter, cloud: str, period: str) -> dict[str, dict[str, Any]]
             return found
 
 
-def _statements(get: Getter, cloud: str, period: str, check: MonthCheck
-                ) -> dict[tuple[str, str], dict[str, Decimal]]:
+def _statements(get: Getter, cloud: str, period: str, check: MonthCheck,
+                tiers: dict[str, Decimal]) -> dict[tuple[str, str], dict[str, Decimal]]:
     """Per resource, per project: the amounts of every project's statement (checked
-    against its summary and its own totals)."""
+    against its summary and its own totals); ``tiers`` gets each project's
+    floating-IP tier line."""
     billed: dict[tuple[str, str], dict[str, Decimal]] = {}
     for project, summary in _projects(get, cloud, period).items():
         body = get("/v1/statements", cloud=cloud, period=period, project_id=project)
         amounts = [Decimal(line["amount"]) for line in body["lines"] if line["amount"]]
+        for tier in body.get("tiers", []):
+            amounts.append(Decimal(tier["amount"]))
+            if tier["resource_type"] == "floating_ip":
+                tiers[project] = tiers.get(project, Decimal("0.00")) + Decimal(tier["amount"])
+            else:
+                check.problems.append(f"project {project}: a tier line of "
+                                      f"{tier['resource_type']}, which DEMO_PRICES does not tier")
         subtotal = sum(amounts, Decimal("0.00"))
         mine = {k: body[k] for k in ("subtotal", "adjustments_total", "total", "unrated_lines")}
         # A summary also carries the statement's number (null while the period is open).
@@ -296,8 +340,12 @@ def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: 
     """Tally's statements of ``period`` (``DEMO_PRICES`` in force, billed up to ``end``:
     the period's end, or now) against the truth's bill, by the rule of this module."""
     check = MonthCheck(period)
-    billed = _statements(get, cloud, period, check)
+    tiers: dict[str, Decimal] = {}
+    billed = _statements(get, cloud, period, check, tiers)
     truth = truth_lifecycles(world, period_start, end, played_until)
+    # Per project, its floating-IP hours of the month: Tally's lifecycles, the truth's.
+    hours: dict[str, Fraction] = defaultdict(Fraction)
+    truth_hours: dict[str, Fraction] = defaultdict(Fraction)
     limit = Fraction(int(tolerance.total_seconds() * 1_000_000), 1_000_000)
     for key in sorted(set(billed) | set(truth)):
         kind = key[0]
@@ -307,6 +355,11 @@ def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: 
             path = f"/v1/resources/openstack/{cloud}/{kind}/{key[1]}/lifecycle"
             lifecycle = tally_lifecycle(get(path)["intervals"], period_start, end)
         rated = {p: a for p, a in bill(kind, lifecycle).items() if a}
+        if kind == "floating_ip":
+            for begin, stop, project, _state, _size in lifecycle:
+                hours[project] += (stop - begin) / 3600
+            for begin, stop, project, _state, _size in truth.get(key, []):
+                truth_hours[project] += (stop - begin) / 3600
         if rated != have:
             check.problems.append(f"{kind} {key[1]}: statement {have} != its rated lifecycle "
                                   f"{rated}")
@@ -341,6 +394,30 @@ def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: 
                                       f"{have.get(project)} and the truth's bill "
                                       f"{want.get(project)} differ by {off}, more than the "
                                       f"bound {float(bound):.4f}")
+    _check_tiers(check, tiers, hours, truth_hours)
     check.billed = len(billed)
-    check.total = sum((a for per in billed.values() for a in per.values()), Decimal("0.00"))
+    check.total = sum((a for per in billed.values() for a in per.values()),
+                      Decimal("0.00")) + check.tiers_total
     return check
+
+
+def _check_tiers(check: MonthCheck, tiers: dict[str, Decimal], hours: dict[str, Fraction],
+                 truth_hours: dict[str, Fraction]) -> None:
+    """Each project's tier line is the tiers' price of Tally's own floating-IP hours
+    (to the cent), and within the slope of the tiers × the hours Tally's lifecycles
+    and the truth's disagree by (plus a cent, two roundings) of the truth's."""
+    for project in sorted(set(tiers) | {p for p, h in hours.items() if h}):
+        have = tiers.get(project)
+        rated = tier_amount(hours[project])
+        if have != rated:
+            check.problems.append(f"project {project}: floating-IP tier line {have} != "
+                                  f"{rated}, the tiers' price of its {float(hours[project]):.3f} "
+                                  "hours")
+            continue
+        check.tier_lines += 1
+        check.tiers_total += rated
+        want = tier_amount(truth_hours[project])
+        bound = _tier_slack() * abs(hours[project] - truth_hours[project]) + Fraction(1, 100)
+        if Fraction(abs(rated - want)) > bound:
+            check.problems.append(f"project {project}: floating-IP tier line {rated} and the "
+                                  f"truth's {want} differ by more than {float(bound):.4f}")
