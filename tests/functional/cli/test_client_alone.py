@@ -33,11 +33,14 @@ def _clean_env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def client_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # No pip of its own (ensurepip's copy was a quarter of the build): this
+    # environment's pip installs into it (``--python``), resolving as it would there.
     venv = tmp_path_factory.mktemp("client-venv")
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True,  # noqa: S603
-                   env=_clean_env(), timeout=600)
-    done = subprocess.run(  # noqa: S603 - the venv's pip, fixed arguments
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(CLIENT_DIR)],
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)],  # noqa: S603
+                   check=True, env=_clean_env(), timeout=600)
+    done = subprocess.run(  # noqa: S603 - this environment's pip, fixed arguments
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+         "--quiet", str(CLIENT_DIR)],
         env=_clean_env(), capture_output=True, text=True, timeout=1200, check=False)
     assert done.returncode == 0, f"pip install {CLIENT_DIR} failed:\n{done.stderr}"
     return venv
