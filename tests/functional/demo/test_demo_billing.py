@@ -8,7 +8,8 @@ truth's and neither is its bill.  What the demo checks, and this test requires, 
 exact where exactness is owed and bounded elsewhere (``simcloud.billing_check``):
 
 - every amount on Tally's statements equals an independent rating of Tally's own
-  lifecycle of the resource, and each summary its statement's totals;
+  lifecycle of the resource, and each summary its statement's totals; each project's
+  floating-IP tier line the tiers' price of its floating IPs' hours in those lifecycles;
 - every resource whose lifecycle is the truth's is billed the truth's amount, to the
   cent;
 - every other one disagrees with the truth for at most two sync intervals plus the
@@ -41,7 +42,9 @@ def test_the_simulated_month_billed_against_the_truth(tmp_path: Path) -> None:
         r"Statements of (\d{4}-\d{2}) with a demo price list: (\d+) resources billed, total "
         r"([0-9.]+) EUR; (\d+) with the truth's lifecycle billed exactly the truth's amounts; "
         r"(\d+) learnt a change at a sync's poll, off by ([0-9.]+) EUR in all \(bound "
-        r"([0-9.]+) EUR\), longest disagreement (\d+) s outside transitions\n  every amount "
+        r"([0-9.]+) EUR\), longest disagreement (\d+) s outside transitions; (\d+) "
+        r"floating-IP tier lines \((-?[0-9.]+) EUR\) recomputed from the lifecycles\n"
+        r"  every amount "
         r"follows the rule "
         r"\(exact where the lifecycle is the truth's, bounded elsewhere\): yes",
         result.stdout)
@@ -52,3 +55,4 @@ def test_the_simulated_month_billed_against_the_truth(tmp_path: Path) -> None:
     assert exact + bounded >= billed  # every billed resource was compared
     assert Decimal(found[6]) <= Decimal(found[7])
     assert int(found[8]) <= TOLERANCE_S
+    assert int(found[9]) >= 1  # a project's floating-IP tier line was recomputed
