@@ -6,11 +6,13 @@ import copy
 import itertools
 from typing import Any
 
+from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing.closing import Acceptance
 from reporting.ingest import ingest
 from tests.unit.billing.test_rating import V1, V2
+from tests.unit.reporting.fixtures import auth
 
 _ids = itertools.count(1)
 SMALL = {"vcpus": 1, "ram_gb": 2, "disk_gb": 20, "flavor": "m1.small"}
@@ -66,3 +68,18 @@ def seed(factory: sessionmaker[Session], items: list[dict[str, Any]]) -> None:
     results = ingest(factory, items, require_size_schema=False)
     bad = [(r.index, r.status, r.reason) for r in results if r.status != "stored"]
     assert not bad, bad
+
+
+def statement_of(client: FlaskClient, project: str, period: str = "2026-10") -> dict[str, Any]:
+    """Project ``project``'s statement of ``period`` on cloud c1, as read sees it."""
+    response = client.get(f"/v1/statements?cloud=c1&period={period}&project_id={project}",
+                          headers=auth("read"))
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_json()  # type: ignore[no-any-return]
+
+
+def summaries_of(client: FlaskClient, period: str = "2026-10") -> list[tuple[str, str, str]]:
+    """(project, subtotal, total) of every summary of ``period`` on cloud c1."""
+    body = client.get(f"/v1/statements?cloud=c1&period={period}",
+                      headers=auth("read")).get_json()
+    return [(s["project_id"], s["subtotal"], s["total"]) for s in body["items"]]

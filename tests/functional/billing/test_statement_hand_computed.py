@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.db.models import SizeName
 from tests.functional.billing.history import ACCEPT, SMALL, event, seed
+from tests.functional.billing.history import statement_of as _statement
 from tests.functional.reporting.fixtures import auth
 from tests.unit.billing.test_rating import V1 as RATED_V1
 from tests.unit.billing.test_rating import V2 as RATED_V2
@@ -84,13 +85,6 @@ def _month() -> list[dict[str, Any]]:
 
 def _t(day: int, hour: int = 0, month: int = 10) -> str:
     return f"2026-{month:02d}-{day:02d}T{hour:02d}:00:00.000000Z"
-
-
-def _statement(client: FlaskClient, project: str, period: str = "2026-10") -> dict[str, Any]:
-    response = client.get(f"/v1/statements?cloud=c1&period={period}&project_id={project}",
-                          headers=READ)
-    assert response.status_code == 200, response.get_data(as_text=True)
-    return response.get_json()  # type: ignore[no-any-return]
 
 
 def _rows(body: dict[str, Any]) -> list[tuple[Any, ...]]:

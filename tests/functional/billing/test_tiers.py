@@ -16,6 +16,8 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.functional.billing.history import ACCEPT, SMALL, event, seed
+from tests.functional.billing.history import statement_of as _statement
+from tests.functional.billing.history import summaries_of as _summaries
 from tests.functional.reporting.fixtures import auth
 from tests.functional.reporting.query_fixtures import assert_contract
 from tests.unit.billing.test_rating import V1
@@ -27,18 +29,6 @@ ADMIN, READ = auth("admin"), auth("read")
 def _prices(volume: dict[str, Any]) -> dict[str, Any]:
     return {**copy.deepcopy(V1), "effective_from": "2026-09-01T00:00:00Z",
             "rates": {**copy.deepcopy(V1["rates"]), "volume": copy.deepcopy(volume)}}
-
-
-def _statement(client: FlaskClient, project: str, period: str = "2026-10") -> dict[str, Any]:
-    response = client.get(f"/v1/statements?cloud=c1&period={period}&project_id={project}",
-                          headers=READ)
-    assert response.status_code == 200, response.get_data(as_text=True)
-    return response.get_json()  # type: ignore[no-any-return]
-
-
-def _summaries(client: FlaskClient, period: str = "2026-10") -> list[tuple[str, str, str]]:
-    body = client.get(f"/v1/statements?cloud=c1&period={period}", headers=READ).get_json()
-    return [(s["project_id"], s["subtotal"], s["total"]) for s in body["items"]]
 
 
 def _volume(rid: str, day: int, hours: int, size_gb: int, project: str = "p1"
