@@ -46,16 +46,6 @@ def _require_tcp(url: str, default_port: int, what: str) -> None:
         pytest.fail(f"{what} at {host}:{port} is unreachable ({exc}); start it, tests never skip it")
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist worksteal`` with the known-long tests first (tests/longest_first.py)."""
-    if config.getvalue("dist") != "worksteal":
-        return None
-    from tests.longest_first import LongestFirstScheduling
-
-    return LongestFirstScheduling(config, log)
-
-
 @pytest.fixture(scope="session")
 def pg_admin_url() -> str:
     """URL of the real PostgreSQL server's maintenance database."""
