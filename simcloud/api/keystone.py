@@ -129,8 +129,9 @@ def list_projects() -> Response:
     service = {user.project_id: user.project_name
                for user in common.identity().users.values()}
     listed = [(p.id, p.name, p.domain_id) for p in (*world.projects, world.admin_project)]
+    known = {row[0] for row in listed}
     listed += [(project_id, name, DOMAIN_ID) for project_id, name in service.items()
-               if project_id not in {row[0] for row in listed}]
+               if project_id not in known]
     projects = [{"id": project_id, "name": name, "domain_id": domain, "description": "",
                  "enabled": True, "is_domain": False, "parent_id": domain, "tags": [],
                  "options": {},
