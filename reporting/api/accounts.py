@@ -6,9 +6,10 @@ reads its project's statement only).
 ``GET /v1/accounts/{id}/statement?period=P`` answers JSON, or CSV with
 ``Accept: text/csv``.  ``POST /v1/accounts/{id}/lines`` (admin) books a credit, a
 charge or a reversal by hand; ``GET`` lists them (read).
-``POST /v1/accounts/{id}/commitments`` (admin) adds a dated minimum commitment;
-``GET`` lists them (read).  Semantics in ``docs/statements.md``, "Billing accounts",
-"Credits and charges" and "Minimum commitments".
+``POST /v1/accounts/{id}/commitments`` (admin) adds a dated minimum commitment,
+``POST /v1/accounts/{id}/discounts`` (admin) a dated percentage discount; ``GET``
+lists them (read).  Semantics in ``docs/statements.md``, "Billing accounts",
+"Credits and charges", "Minimum commitments" and "Discounts".
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from reporting.billing import (
     account_statements,
     accounts,
     commitments,
+    discounts,
     locks,
     manual_lines,
     periods,
@@ -46,6 +48,7 @@ bp = Blueprint("accounts", __name__)
 _TAG = "accounts"
 _LINES_TAG = "account-lines"
 _COMMITMENTS_TAG = "account-commitments"
+_DISCOUNTS_TAG = "account-discounts"
 SECTION_FIELDS = ("cloud", "project_id", "membership", "from", "to", "currency")
 # The fields of a credit or charge booked by hand not already among the above.
 MANUAL_FIELDS = ("line", "kind", "reason", "effective_at", "reverses", "created_at",
@@ -58,6 +61,8 @@ _SECTION_TOTALS = ("subtotal", "adjustments_total", "total", "unrated_lines")
 _ACCOUNT_TOTALS = ("subtotal", "adjustments_total", "manual_total", "total", "unrated_lines")
 # The rows of a commitment applied to a currency's total, after its adjustments_total.
 _COMMITMENT_ROWS = (("effective_from", False), ("minimum", True), ("shortfall", True))
+# The rows of a discount applied to a currency's total, before its commitment's.
+_DISCOUNT_ROWS = (("effective_from", False), ("percent", True), ("amount", True))
 
 
 def _account_path(name: str) -> str:
@@ -148,8 +153,8 @@ def account_csv(document: dict[str, Any]) -> str:
     top-level member, then per section a ``project`` row (``value``: its status), its
     ``line``, ``tier`` and ``adjustment`` rows and its totals, then a ``manual_line`` row per
     credit or charge booked by hand, then one row per currency total
-    (``account_subtotal`` …, ``currency`` filled; ``account_commitment_…`` where a
-    commitment applies)."""
+    (``account_subtotal`` …, ``currency`` filled; ``account_discount_…`` and
+    ``account_commitment_…`` where a discount or a commitment applies)."""
     blank = dict.fromkeys(ACCOUNT_CSV_FIELDS)
     rows: list[tuple[dict[str, Any], bool]] = []
     for name, value in document.items():
@@ -186,17 +191,21 @@ def account_csv(document: dict[str, Any]) -> str:
 
 def _total_rows(blank: dict[str, Any], item: dict[str, Any]
                 ) -> list[tuple[dict[str, Any], bool]]:
-    """A currency's ``account_…`` rows; a commitment applied to it adds
-    ``account_commitment_effective_from``, ``_minimum`` and ``_shortfall`` after
-    ``account_adjustments_total`` (none without one: as before commitments)."""
+    """A currency's ``account_…`` rows; after ``account_adjustments_total``, a
+    discount applied to it adds ``account_discount_effective_from``, ``_percent`` and
+    ``_amount``, then a commitment applied to it ``account_commitment_effective_from``,
+    ``_minimum`` and ``_shortfall`` (none without them: as before either existed)."""
     where = {**blank, "currency": item["currency"]}
     rows = [({**where, "record": f"account_{total}", "value": item[total]}, True)
             for total in _ACCOUNT_TOTALS]
-    applied = item.get("commitment")
-    if applied is not None:
-        rows[2:2] = [({**where, "record": f"account_commitment_{member}",
-                       "value": applied[member]}, is_number)
-                     for member, is_number in _COMMITMENT_ROWS]
+    terms: list[tuple[dict[str, Any], bool]] = []
+    for name, members in (("discount", _DISCOUNT_ROWS), ("commitment", _COMMITMENT_ROWS)):
+        applied = item.get(name)
+        if applied is not None:
+            terms.extend(({**where, "record": f"account_{name}_{member}",
+                           "value": applied[member]}, is_number)
+                         for member, is_number in members)
+    rows[2:2] = terms
     return rows
 
 
@@ -312,3 +321,41 @@ def get_commitments(account_id: str) -> Any:
     marker = (pagination.encode_marker(_COMMITMENTS_TAG, [rows[limit - 1].effective_from])
               if len(rows) > limit else None)
     return pagination.list_body([commitments.render(row) for row in rows[:limit]], marker)
+
+
+@bp.post("/v1/accounts/<account_id>/discounts")
+@require_role("admin")
+def post_discount(account_id: str) -> Any:
+    account = _account_path(account_id)
+    document = json_object()
+    session = db_session()
+    with session.begin():
+        try:
+            row = discounts.add_excluding_closes(session, account, document, caller_name(),
+                                                 utcnow())
+        except accounts.UnknownAccount as exc:
+            raise ApiError(404, "not_found", str(exc)) from None
+        except discounts.DiscountError as exc:
+            raise ApiError(400, "invalid_discount", str(exc)) from None
+        except discounts.DiscountRefused as exc:
+            raise ApiError(409, exc.code, str(exc)) from None
+        rendered = discounts.render(row)
+    return jsonify(rendered), 201
+
+
+@bp.get("/v1/accounts/<account_id>/discounts")
+@require_account_read
+def get_discounts(account_id: str) -> Any:
+    params.only(request.args, frozenset({"limit", "marker"}))
+    limit = pagination.parse_limit(request.args)
+    after = None
+    if "marker" in request.args:
+        (decoded,) = pagination.decode_marker(_DISCOUNTS_TAG, ["datetime"],
+                                              request.args["marker"])
+        assert isinstance(decoded, dt.datetime)  # the shape asks for one
+        after = decoded
+    account = _known(account_id)
+    rows = discounts.listed(db_session(), account.account_id, after, limit + 1)
+    marker = (pagination.encode_marker(_DISCOUNTS_TAG, [rows[limit - 1].effective_from])
+              if len(rows) > limit else None)
+    return pagination.list_body([discounts.render(row) for row in rows[:limit]], marker)

@@ -43,6 +43,8 @@ _LINE = {"line": _NUMBER, "cloud": {"type": "string"}, "period": _PERIOD,
          "effective_at": INSTANT, "reverses": {"type": ["integer", "null"], "minimum": 1},
          "created_at": INSTANT, "created_by": {"type": "string"}}
 _AMOUNT = {"type": "string", "pattern": r"^[0-9]{1,18}(\.[0-9]{1,18})?$"}
+# A percent as answered: 0 to 100, at most two decimals, no trailing zeros.
+_PERCENT = {"type": "string", "pattern": r"^(100|[0-9]{1,2}(\.[0-9]{1,2})?)$"}
 
 _SECTION: dict[str, Any] = {
     "cloud": {"type": "string"}, "project_id": {"type": "string"},
@@ -78,10 +80,22 @@ SCHEMAS: dict[str, Any] = {
         "totals": {"type": "array", "items": {
             **_all({"currency": {"type": ["string", "null"]}, **_TOTALS,
                     "manual_total": _DECIMAL}),
-            # Only on the total of the currency of the commitment in force.
+            # discount: on every total while a discount is in force; commitment: only
+            # on the total of the currency of the commitment in force.
             "properties": {"currency": {"type": ["string", "null"]}, **_TOTALS,
+                           "discount": ref("AppliedDiscount"),
                            "manual_total": _DECIMAL,
                            "commitment": ref("AppliedCommitment")}}}}),
+    "AppliedDiscount": _all({"effective_from": INSTANT, "percent": _PERCENT,
+                             "amount": _DECIMAL}),
+    "AccountDiscount": _all({"account_id": {"type": "string"}, "effective_from": INSTANT,
+                             "percent": _PERCENT, "reason": {"type": "string"},
+                             "created_at": INSTANT, "created_by": {"type": "string"}}),
+    "DiscountDocument": {
+        "type": "object", "additionalProperties": False,
+        "required": ["effective_from", "percent", "reason"],
+        "properties": {"effective_from": INSTANT, "percent": _AMOUNT,
+                       "reason": {"type": "string", "minLength": 1, "maxLength": 1000}}},
     "AppliedCommitment": _all({"effective_from": INSTANT, "minimum": _DECIMAL,
                                "shortfall": _DECIMAL}),
     "AccountCommitment": _all({"account_id": {"type": "string"}, "effective_from": INSTANT,
@@ -110,6 +124,7 @@ SCHEMAS: dict[str, Any] = {
 SCHEMAS["Accounts"] = list_of(ref("Account"))
 SCHEMAS["AccountLines"] = list_of(ref("AccountLine"))
 SCHEMAS["AccountCommitments"] = list_of(ref("AccountCommitment"))
+SCHEMAS["AccountDiscounts"] = list_of(ref("AccountDiscount"))
 
 
 def account_paths() -> dict[str, Any]:
@@ -197,6 +212,27 @@ def account_paths() -> dict[str, Any]:
                      "requestBody": {"required": True, "content": {"application/json": {
                          "schema": ref("CommitmentDocument")}}},
                      "responses": {"201": json_body(ref("AccountCommitment"), "Added."),
+                                   **errors(400, 401, 403, 404, 409, 413)}},
+        },
+        "/v1/accounts/{account_id}/discounts": {
+            "get": {**_TAGS, "operationId": "listAccountDiscounts",
+                    "summary": "The account's percentage discounts, by effective_from (role "
+                    "read, or account_reader of it).",
+                    "parameters": [path("account_id"), param_ref("limit"),
+                                   param_ref("marker")],
+                    "responses": {"200": json_body(ref("AccountDiscounts"),
+                                                   "A page of discounts."),
+                                  **errors(400, 401, 403, 404)}},
+            "post": {**_TAGS, "operationId": "addAccountDiscount",
+                     "summary": "Add a percentage discount of the account's usage from a "
+                     "month's start on, with its reason (role admin); it replaces the one "
+                     "before from its instant on, a percent of 0 ends it; discounts are "
+                     "never edited or removed. 409 for an instant taken or one that would "
+                     "change a closed account statement.",
+                     "parameters": [path("account_id")],
+                     "requestBody": {"required": True, "content": {"application/json": {
+                         "schema": ref("DiscountDocument")}}},
+                     "responses": {"201": json_body(ref("AccountDiscount"), "Added."),
                                    **errors(400, 401, 403, 404, 409, 413)}},
         },
     }

@@ -11,8 +11,10 @@ the period's start: to the account holding the project when the period began.
 The tier lines of the project's period (``reporting.billing.tiers``) go with them.
 The credits and charges booked by hand on the account's period of each cloud
 (``reporting.billing.manual_lines``) follow the sections, and count in the totals of
-their currency.  The minimum commitment in force at the period's start
-(``reporting.billing.commitments``) tops up the usage of its currency before them.
+their currency.  The discount in force at the period's start
+(``reporting.billing.discounts``) takes its percent off the usage of every currency,
+then the minimum commitment in force then (``reporting.billing.commitments``) tops
+up the discounted usage of its currency, both before them.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from reporting.billing import (
     adjustments,
     commitments,
     currencies,
+    discounts,
     frozen,
     manual_lines,
     money,
@@ -41,7 +44,7 @@ from reporting.billing import (
 )
 from reporting.billing import statements as project_statements
 from reporting.billing.versions import timeline
-from reporting.db.account_models import AccountCommitment, AccountLine
+from reporting.db.account_models import AccountCommitment, AccountDiscount, AccountLine
 from reporting.db.billing_models import BillingPeriod, ClosedStatement
 
 
@@ -148,13 +151,15 @@ def section(stretch: accounts.Stretch, period: str, project: _Project) -> dict[s
 
 
 def _totals(sections: list[dict[str, Any]], booked: list[AccountLine],
-            commitment: AccountCommitment | None) -> list[dict[str, Any]]:
+            commitment: AccountCommitment | None,
+            discount: AccountDiscount | None = None) -> list[dict[str, Any]]:
     """The account's totals per currency (an account may span clouds priced in
     different currencies; amounts of two currencies are never added): its sections',
-    the top-up of the commitment in force (in its currency only: the total of that
-    currency carries ``commitment``, present even with no usage in it) and its credits
-    and charges (``manual_total``, each in its own currency), which count after the
-    commitment."""
+    less the discount in force (on every currency's usage: each total carries
+    ``discount``), the top-up of the commitment in force on the discounted usage (in
+    its currency only: the total of that currency carries ``commitment``, present even
+    with no usage in it) and its credits and charges (``manual_total``, each in its own
+    currency), which count after the discount and the commitment."""
     by_currency: dict[str | None, list[dict[str, Any]]] = {}
     for item in sections:
         by_currency.setdefault(item["currency"], []).append(item)
@@ -176,6 +181,10 @@ def _totals(sections: list[dict[str, Any]], booked: list[AccountLine],
         sums["manual_total"] = money.total(manual_lines.signed(x) for x in mine)
         total: dict[str, Any] = {"currency": code, **{
             name: money.money(sums[name], places) for name in ("subtotal", "adjustments_total")}}
+        if discount is not None:
+            off = discounts.apply(discount, sums["total"], places)
+            sums["total"] = money.add(sums["total"], off.amount)
+            total["discount"] = discounts.render_applied(off, places)
         if committed is not None:
             applied = commitments.apply(committed, sums["total"])
             sums["total"] = money.add(sums["total"], applied.shortfall)
@@ -209,7 +218,8 @@ def document(session: Session, name: str, period: str, now: dt.datetime) -> dict
     # booked on a closed period): dated by its last close.
     computed_at = (max(closed_of[cloud][period].closed_at for cloud in clouds)
                    if settled else now)
-    totals = _totals(sections, booked, commitments.in_force(session, account.account_id, start))
+    totals = _totals(sections, booked, commitments.in_force(session, account.account_id, start),
+                     discounts.in_force(session, account.account_id, start))
     for item in sections:
         del item["places"]
     return {

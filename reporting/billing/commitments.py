@@ -21,11 +21,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from mapping.event import TimestampError, format_timestamp, parse_timestamp
-from reporting.billing import accounts, currencies, locks, manual_lines, money, periods
+from mapping.event import format_timestamp
+from reporting.billing import account_terms, accounts, currencies, locks, money
 from reporting.db import writes
-from reporting.db.account_models import AccountCommitment, AccountLine, AccountMembership
-from reporting.db.billing_models import BillingPeriod
+from reporting.db.account_models import AccountCommitment
 
 _MEMBERS = {"effective_from", "currency", "minimum"}
 # A minimum on the wire: a non-negative decimal string (zero ends a commitment).
@@ -63,16 +62,9 @@ def render(row: AccountCommitment) -> dict[str, Any]:
 
 def _effective_from(value: object) -> dt.datetime:
     try:
-        moment = parse_timestamp(value)  # type: ignore[arg-type]
-    except (TimestampError, TypeError):
-        raise CommitmentError("effective_from must be an RFC 3339 timestamp with an offset, "
-                              "a month's start, e.g. 2026-11-01T00:00:00Z") from None
-    moment = moment.replace(tzinfo=None)
-    if (moment.day, moment.time()) != (1, dt.time()):
-        raise CommitmentError(f"effective_from {format_timestamp(moment)} is not a month's "
-                              "start (00:00Z on the 1st): a commitment applies to whole "
-                              "periods")
-    return moment
+        return account_terms.month_start(value, "a commitment")
+    except account_terms.MonthStartError as exc:
+        raise CommitmentError(str(exc)) from None
 
 
 def _currency(value: object) -> tuple[str, int]:
@@ -140,41 +132,6 @@ def render_applied(applied: Applied, places: int) -> dict[str, Any]:
             "shortfall": money.money(applied.shortfall, places)}
 
 
-def _account_clouds(session: Session, account: str) -> set[str]:
-    """Every cloud a membership naming ``account`` or a line of it is of."""
-    members = sa.select(AccountMembership.cloud).where(AccountMembership.account_id == account)
-    lines = sa.select(AccountLine.cloud).where(AccountLine.account_id == account)
-    return set(session.execute(members).scalars()) | set(session.execute(lines).scalars())
-
-
-def statement_closed(session: Session, account: str, period: str) -> bool:
-    """Whether ``account``'s statement of ``period`` is ``closed``: the rule of
-    ``account_statements.document``, every cloud of its sections and of its credits
-    and charges closed (and at least one)."""
-    start, end = periods.parse(period)
-    clouds = {s.cloud for s in accounts.stretches(session, account, start, end)}
-    clouds |= {line.cloud for line in manual_lines.of_period(session, account, period)}
-    return bool(clouds) and all(
-        session.get(BillingPeriod, (cloud, period)) is not None for cloud in clouds)
-
-
-def _closed_in(session: Session, account: str, start: dt.datetime,
-               end: dt.datetime | None) -> str | None:
-    """The earliest period starting in ``[start, end)`` whose account statement is
-    closed, if any (only a period closed for one of the account's clouds can be)."""
-    clouds = _account_clouds(session, account)
-    if not clouds:
-        return None
-    query = (sa.select(BillingPeriod.period).where(BillingPeriod.cloud.in_(sorted(clouds)))
-             .distinct())
-    for period in sorted(session.execute(query).scalars()):
-        period_start = periods.parse(period)[0]
-        if period_start >= start and (end is None or period_start < end) and (
-                statement_closed(session, account, period)):
-            return period
-    return None
-
-
 def add(session: Session, account: str, document: dict[str, Any], who: str,
         now: dt.datetime) -> AccountCommitment:
     """Store ``document``'s commitment on ``account`` (the caller holds the close lock,
@@ -194,8 +151,8 @@ def add(session: Session, account: str, document: dict[str, Any], who: str,
             "conflict", f"account {account} has a commitment taking effect at "
             f"{format_timestamp(effective_from)} already; commitments are never edited (a "
             "later one replaces it)")
-    later = [row.effective_from for row in existing if row.effective_from > effective_from]
-    closed = _closed_in(session, account, effective_from, min(later, default=None))
+    closed = account_terms.closed_by(session, account, effective_from,
+                                     [row.effective_from for row in existing])
     if closed is not None:
         raise CommitmentRefused(
             "period_closed", f"the statement of account {account} for period {closed} is "

@@ -81,14 +81,15 @@ def _only(document: dict[str, Any], allowed: set[str], what: str) -> None:
                         f"(it takes {', '.join(sorted(allowed))})")
 
 
-def _storable(value: str) -> bool:
+def storable(value: str) -> bool:
+    """Whether a text column keeps ``value`` (no NUL, no lone surrogate)."""
     return "\x00" not in value and not any("\ud800" <= c <= "\udfff" for c in value)
 
 
 def _text(document: dict[str, Any], member: str, limit: int) -> str:
     value = document.get(member)
     if not isinstance(value, str) or not value.strip() or len(value) > limit or (
-            not _storable(value)):
+            not storable(value)):
         raise LineError(f"{member} is required: 1 to {limit} storable characters, "
                         "not only blanks")
     return value

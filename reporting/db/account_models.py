@@ -1,11 +1,12 @@
 """Typed models of billing accounts: an account and the dated memberships that put a
 cloud's project in it (``docs/statements.md``, "Billing accounts"), the credits
-and charges an admin books on it by hand ("Credits and charges") and its dated
-minimum commitments ("Minimum commitments").
+and charges an admin books on it by hand ("Credits and charges"), its dated
+minimum commitments ("Minimum commitments") and its dated percentage discounts
+("Discounts").
 
 None is ever edited or removed: a project moves to another account by a later
 membership, which takes effect from its instant on (as a price version does); a
-commitment is replaced by a later one the same way.
+commitment or a discount is replaced by a later one the same way.
 """
 
 from __future__ import annotations
@@ -96,5 +97,21 @@ class AccountCommitment(Base):
     currency: Mapped[str] = mapped_column(String(3))
     minimum: Mapped[Decimal] = mapped_column(MONEY)
     minor_units: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime())
+    created_by: Mapped[str] = mapped_column(String(255))
+
+
+class AccountDiscount(Base):
+    """From ``effective_from`` (a month's start) on, until the account's next
+    discount, each of the account's periods is discounted by ``percent`` (0 to 100,
+    hundredths) of its usage (``docs/statements.md``, "Discounts"); a percent of zero
+    ends the discount.  Never edited or removed."""
+
+    __tablename__ = "account_discounts"
+
+    account_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    effective_from: Mapped[dt.datetime] = mapped_column(DateTime(), primary_key=True)
+    percent: Mapped[Decimal] = mapped_column(MONEY)
+    reason: Mapped[str] = mapped_column(Text)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime())
     created_by: Mapped[str] = mapped_column(String(255))
