@@ -3,7 +3,7 @@ and the projects it holds now, nothing else (SQLite and PostgreSQL).
 
 Data: the billing history of October 2026 on cloud c3 (p1, p2, p3, p-free; the
 default list prices it), October closed; acme holds p1 and p3 of c3 from September on,
-beta holds p2.
+with a discount of 12.5 % from October, beta holds p2.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ def _seeded(app: Flask) -> FlaskClient:
                            headers=ADMIN).status_code == 201
         for project in projects:
             join(client, account, project, "2026-09-01T00:00:00Z")
+    assert client.post("/v1/accounts/acme/discounts", headers=ADMIN, json={
+        "effective_from": "2026-10-01T00:00:00Z", "percent": "12.5",
+        "reason": "framework agreement"}).status_code == 201
     closed = client.post("/v1/periods/c3/2026-10/close", headers=ADMIN, json=ACCEPT)
     assert closed.status_code == 200, closed.get_json()
     return client
@@ -88,7 +91,8 @@ def test_an_account_reader_reads_its_own_account_as_read_does(client: FlaskClien
     assert [item["account_id"] for item in answer(client, "/v1/accounts", READ)[1]["items"]
             ] == ["acme", "beta"]
     for url in ("/v1/accounts/acme", "/v1/accounts/acme/statement?period=2026-10",
-                "/v1/accounts/acme/lines", "/v1/accounts/acme/commitments"):
+                "/v1/accounts/acme/lines", "/v1/accounts/acme/commitments",
+                "/v1/accounts/acme/discounts"):
         status, body = answer(client, url, ACME)
         assert status == 200, (url, body)
         assert body == answer(client, url, READ)[1], url
@@ -97,15 +101,20 @@ def test_an_account_reader_reads_its_own_account_as_read_does(client: FlaskClien
     mine = client.get(url, headers={**ACME, **csv})
     assert mine.status_code == 200 and mine.data == client.get(
         url, headers={**READ, **csv}).data
+    assert b"account_discount_amount" in mine.data
     statement = answer(client, url, ACME)[1]
     assert {section["project_id"] for section in statement["projects"]} == {"p1", "p3"}
+    (total,) = statement["totals"]
+    assert total["discount"]["percent"] == "12.5"
+    assert [x["percent"] for x in answer(client, "/v1/accounts/acme/discounts", ACME)[1][
+        "items"]] == ["12.5"]
 
 
 def test_another_account_is_refused_naming_the_one_the_token_reads(
         client: FlaskClient) -> None:
     for url in ("/v1/accounts/beta", "/v1/accounts/beta/statement?period=2026-10",
                 "/v1/accounts/beta/lines", "/v1/accounts/beta/commitments",
-                "/v1/accounts/nosuch"):
+                "/v1/accounts/beta/discounts", "/v1/accounts/nosuch"):
         assert refused(client, url, ACME) == \
             f"the token reads account acme only, not {url.split('/')[3]}", url
 
@@ -145,6 +154,8 @@ def test_writes_and_cloud_wide_reads_stay_refused(client: FlaskClient) -> None:
             ("POST", "/v1/accounts", {"account_id": "mine"}),
             ("POST", "/v1/accounts/acme/lines", {"cloud": "c3", "kind": "credit",
                                                   "amount": "1.00", "reason": "r"}),
+            ("POST", "/v1/accounts/acme/discounts", {
+                "effective_from": "2026-11-01T00:00:00Z", "percent": "50", "reason": "r"}),
             ("POST", "/v1/accounts/acme/memberships", {
                 "cloud": "c3", "project_id": "p2", "effective_from": "2026-11-02T00:00:00Z"}),
             ("PUT", "/v1/price-lists/default", history.PRICES[0]),

@@ -520,3 +520,35 @@ def test_0030_adds_the_commitments_one_per_instant(empty_db_url: str) -> None:
     with engine.begin() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM account_commitments")).scalar() == 0
     engine.dispose()
+
+
+def test_0031_adds_the_discounts_one_per_instant(empty_db_url: str) -> None:
+    """Revision 0031 adds ``account_discounts``, where a second discount of an account
+    at the same instant is refused by the primary key and a percent keeps its
+    hundredths; its downgrade drops the table (nothing else of the schema changes) and
+    the upgrade brings it back empty."""
+    migrations.upgrade(empty_db_url, "0030_account_commitments")
+    before = tables(empty_db_url)
+    migrations.upgrade(empty_db_url, "0031_account_discounts")
+    assert tables(empty_db_url) == before | {"account_discounts"}
+    engine = sa.create_engine(empty_db_url)
+    insert = sa.text(
+        "INSERT INTO account_discounts (account_id, effective_from, percent, reason, "
+        "created_at, created_by) VALUES ('acme', :at, :p, 'agreed', :at, 't')")
+    with engine.begin() as conn:
+        conn.execute(insert, {"at": dt.datetime(2026, 10, 1), "p": "12.50"})
+        conn.execute(insert, {"at": dt.datetime(2026, 11, 1), "p": "0.01"})
+        percents = [str(p) for (p,) in conn.execute(sa.text(
+            "SELECT percent FROM account_discounts ORDER BY effective_from"))]
+    assert percents == ["12.50", "0.01"]
+    with engine.begin() as conn, pytest.raises(sa.exc.IntegrityError):
+        conn.execute(insert, {"at": dt.datetime(2026, 10, 1), "p": "20"})
+    engine.dispose()
+    migrations.downgrade(empty_db_url, "0030_account_commitments")
+    assert tables(empty_db_url) == before
+    migrations.upgrade(empty_db_url)
+    assert migrations.current(empty_db_url) == (HEAD,)
+    engine = sa.create_engine(empty_db_url)
+    with engine.begin() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM account_discounts")).scalar() == 0
+    engine.dispose()

@@ -91,6 +91,7 @@ DECISIONS: dict[str, list[tuple[str, str]]] = {
     "/v1/accounts/<account_id>/statement": [(REFUSED, "/v1/accounts/acme/statement?period=2026-10")],
     "/v1/accounts/<account_id>/lines": [(REFUSED, "/v1/accounts/acme/lines")],
     "/v1/accounts/<account_id>/commitments": [(REFUSED, "/v1/accounts/acme/commitments")],
+    "/v1/accounts/<account_id>/discounts": [(REFUSED, "/v1/accounts/acme/discounts")],
 }
 PROBES = [(rule, kind, url) for rule, probes in DECISIONS.items() for kind, url in probes]
 
