@@ -14,6 +14,9 @@ after its close) count in its totals exactly, are refused once their period is
 closed, and change no project's statement.  A drawn minimum commitment of account a
 from each period's start tops its euros up to the minimum exactly, before the credits
 and charges, and none is accepted once the account's statement of the period is
+closed.  A drawn percentage discount of account a from each period's start comes off
+its usage first (rounded once to the cent, half-even), the commitment topping up the
+discounted usage, and none is accepted once the account's statement of the period is
 closed.  On SQLite and PostgreSQL (fewer examples there: each one truncates and
 refills a database)."""
 
@@ -25,7 +28,7 @@ import json
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +44,7 @@ from reporting.billing import (
     adjustments,
     closing,
     commitments,
+    discounts,
     manual_lines,
     money,
     service,
@@ -204,9 +208,11 @@ def _check_accounts(session: Session, period: str,
         if (name, period) in closed_accounts:
             text = json.dumps(document, separators=(",", ":"))
             assert text == closed_accounts[(name, period)]
-        # Totals: the sections', topped up to the commitment in force at the period's
-        # start (in its currency), plus the credits and charges, exactly, per currency.
+        # Totals: the sections', less the discount in force at the period's start
+        # (rounded once), topped up to the commitment in force then (in its currency),
+        # plus the credits and charges, exactly, per currency.
         committed = commitments.in_force(session, name, start)
+        discount = discounts.in_force(session, name, start)
         for total in document["totals"]:
             code = total["currency"]
             sections = [x for x in document["projects"] if x["currency"] == code]
@@ -214,6 +220,18 @@ def _check_accounts(session: Session, period: str,
                       if x["currency"] == code]
             assert Decimal(total["manual_total"]) == money.total(booked)
             usage = money.total(Decimal(x["total"]) for x in sections)
+            off = Decimal(0)
+            if discount is not None:
+                off = -(usage * discount.percent).scaleb(-2).quantize(
+                    Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+                assert total["discount"] == {
+                    "effective_from": discount.effective_from.strftime(
+                        "%Y-%m-%dT%H:%M:%S.000000Z"),
+                    "percent": format(discount.percent.normalize(), "f"),
+                    "amount": money.money(off, 2)}
+            else:
+                assert "discount" not in total
+            usage += off
             shortfall = Decimal(0)
             if committed is not None and committed.currency == code:
                 shortfall = max(Decimal(0), committed.minimum - usage)
@@ -290,7 +308,7 @@ _TABLES = ("events, current_resources, resource_intervals, rejected_events, "
            "price_list_versions, billing_periods, closed_statements, closed_kinds, "
            "closed_resource_amounts, "
            "billing_adjustments, sync_runs, billing_accounts, account_memberships, "
-           "account_lines, account_commitments")
+           "account_lines, account_commitments, account_discounts")
 
 
 @contextmanager
@@ -354,6 +372,7 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
             seed(factory, chunk)
         _book_drawn(factory, period, data)
         _commit_drawn(factory, period, data)
+        _discount_drawn(factory, period, data)
         closing.close(factory, "c1", period, "test", NOW, ACCEPT_ALL)
         with factory() as session, pytest.raises(manual_lines.LineRefused,
                                                  match="is closed"):
@@ -371,6 +390,10 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
                         commitments.add(session, name, {
                             "effective_from": f"{period}-01T00:00:00Z", "currency": "EUR",
                             "minimum": "1000"}, "test", NOW)
+                    with pytest.raises(discounts.DiscountRefused):
+                        discounts.add(session, name, {
+                            "effective_from": f"{period}-01T00:00:00Z", "percent": "50",
+                            "reason": "too late"}, "test", NOW)
             session.rollback()
         _check(factory, frozen_before, closed_accounts)
         if period == "2026-10" and data.draw(st.booleans(), label="reverse on November"):
@@ -422,6 +445,19 @@ def _commit_drawn(factory: sessionmaker[Session], period: str, data: st.DataObje
                                        "currency": "EUR",
                                        "minimum": money.text(money.minor(cents, 2))},
                         "test", NOW)
+        session.commit()
+
+
+def _discount_drawn(factory: sessionmaker[Session], period: str, data: st.DataObject) -> None:
+    """Maybe a drawn percent (hundredths, 0 to 100) off account a from ``period``'s
+    start."""
+    hundredths = data.draw(st.none() | st.integers(0, 10_000), label=f"discount of {period}")
+    if hundredths is None:
+        return
+    with factory() as session:
+        discounts.add(session, "a", {"effective_from": f"{period}-01T00:00:00Z",
+                                     "percent": money.text(money.minor(hundredths, 2)),
+                                     "reason": "drawn"}, "test", NOW)
         session.commit()
 
 
