@@ -1,7 +1,8 @@
 """The billing subcommands: ``price-list put|show``, ``statement``,
 ``period close|list|deliveries|redeliver|export``, ``account add|list|show|join|statement``,
-the credits and charges booked by hand: ``account credit|charge|reverse|lines``, and
-the minimum commitments: ``account commit|commitments``.
+the credits and charges booked by hand: ``account credit|charge|reverse|lines``, the
+minimum commitments: ``account commit|commitments``, and the percentage discounts:
+``account discount|discounts``.
 
 ``price-list put`` reads YAML or JSON and keeps every number as the text it was
 written as (``0.020`` stays ``"0.020"``, never a binary float), so amounts reach the
@@ -259,12 +260,20 @@ def account_statement(client: ApiClient, args: argparse.Namespace) -> Output:
                 for line in body["manual_lines"])
     totals = "; ".join(
         f"{t['currency'] or ''} subtotal {t['subtotal']}  adjustments {t['adjustments_total']}"
-        f"{_committed(t.get('commitment'))}"
+        f"{_discounted(t.get('discount'))}{_committed(t.get('commitment'))}"
         f"  credits and charges {t['manual_total']}  total {t['total']}"
         f"  unrated lines {t['unrated_lines']}" for t in body["totals"])
     footer = (f"{body['status']}{' (provisional)' if body['provisional'] else ''}  "
               f"{totals or 'no project in the period'}")
     return Output(body, SECTION_LINE_COLUMNS, rows, footer)
+
+
+def _discounted(applied: dict[str, Any] | None) -> str:
+    """The discount applied to a currency's total, as the footer says it."""
+    if applied is None:
+        return ""
+    return (f"  discount {applied['percent']} % (from {applied['effective_from']})"
+            f" {applied['amount']}")
 
 
 def _committed(applied: dict[str, Any] | None) -> str:
@@ -346,6 +355,41 @@ def _register_commitments(verbs: Any, common: argparse.ArgumentParser) -> None:
     listing.set_defaults(handler=account_commitments)
 
 
+DISCOUNT_COLUMNS = [table.field(name) for name in (
+    "account_id", "effective_from", "percent", "created_at", "created_by", "reason")]
+
+
+def account_discount(client: ApiClient, args: argparse.Namespace) -> Output:
+    """``account discount``: the percent is sent as typed (a decimal string)."""
+    body = client.post(f"/v1/accounts/{_quoted(args.account)}/discounts",
+                       {"effective_from": args.effective_from, "percent": args.percent,
+                        "reason": args.reason})
+    return Output(body, DISCOUNT_COLUMNS, [body])
+
+
+def account_discounts(client: ApiClient, args: argparse.Namespace) -> Output:
+    items = client.pages(f"/v1/accounts/{_quoted(args.account)}/discounts", {}, None)
+    return Output(items, DISCOUNT_COLUMNS, items)
+
+
+def _register_discounts(verbs: Any, common: argparse.ArgumentParser) -> None:
+    discount = verbs.add_parser("discount", parents=[common], allow_abbrev=False,
+                                help="a percent off each period's usage of the account, "
+                                "from a month's start on, until the next discount (admin); "
+                                "a percent of 0 ends it")
+    discount.add_argument("account")
+    discount.add_argument("--from", dest="effective_from", required=True, metavar="RFC3339",
+                          help="the month's start it applies from, e.g. 2026-11-01T00:00:00Z")
+    discount.add_argument("--percent", required=True,
+                          help="a decimal from 0 to 100 with at most 2 decimals, e.g. 12.5")
+    discount.add_argument("--reason", required=True, help="why (1 to 1000 characters)")
+    discount.set_defaults(handler=account_discount)
+    listing = verbs.add_parser("discounts", parents=[common], allow_abbrev=False,
+                               help="the account's percentage discounts, by instant")
+    listing.add_argument("account")
+    listing.set_defaults(handler=account_discounts)
+
+
 def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"a line number is a positive integer (got {text!r})")
@@ -419,6 +463,7 @@ def _register_accounts(sub: Any, common: argparse.ArgumentParser) -> None:
     stmt.set_defaults(handler=account_statement, csv_ok=True)
     _register_lines(verbs, common)
     _register_commitments(verbs, common)
+    _register_discounts(verbs, common)
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -1,5 +1,5 @@
 """``openstack tally account list|show|statement``, ``account line list``,
-``account commitment list``,
+``account commitment list``, ``account discount list``,
 ``period list|export`` and ``delivery list``: the billing reads of ``tally``.
 
 Read-only on purpose: closing a period, booking credits and charges, adding accounts
@@ -151,6 +151,13 @@ class ListAccountCommitment(_BillingList):
     """List an account's minimum commitments, by the month each takes effect (read role)."""
 
     fetch = billing.account_commitments
+    positionals = (ACCOUNT,)
+
+
+class ListAccountDiscount(_BillingList):
+    """List an account's percentage discounts, by the month each takes effect (read role)."""
+
+    fetch = billing.account_discounts
     positionals = (ACCOUNT,)
 
 

@@ -281,6 +281,55 @@ def test_account_commit_commitments_and_the_statement(priced: Api,
     assert code == 0 and "minimum" not in out
 
 
+
+def test_account_discount_discounts_and_the_statement(priced: Api,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    run(priced, capsys, "account", "add", "acme")
+    code, _out, _err = run(priced, capsys, "account", "join", "acme", "--cloud", "c1",
+                           "--project", "p1", "--from", "2026-10-02T05:00:00Z")
+    assert code == 0
+    code, out, _err = run(priced, capsys, "account", "discount", "acme", "--from",
+                          "2026-10-01T00:00:00Z", "--percent", "12.50", "--reason",
+                          "framework agreement")
+    assert code == 0
+    (row,) = table_rows(out)[1:]
+    assert (row[:3], row[-1]) == (["acme", "2026-10-01T00:00:00.000000Z", "12.5"],
+                                  "framework agreement")
+    code, _out, err = run(priced, capsys, "account", "discount", "acme", "--from",
+                          "2026-10-01T00:00:00Z", "--percent", "20", "--reason", "again")
+    assert code == 1 and "409 conflict" in err
+    code, _out, err = run(priced, capsys, "account", "discount", "acme", "--from",
+                          "2026-11-01T00:00:00Z", "--percent", "12.345", "--reason", "r")
+    assert code == 1 and "400 invalid_discount" in err and "more than 2 decimals" in err
+    code, out, _err = run(priced, capsys, "--format", "json", "account", "discount", "acme",
+                          "--from", "2026-11-01T00:00:00Z", "--percent", "0",
+                          "--reason", "agreement ended")
+    assert code == 0 and json.loads(out)["percent"] == "0"
+    code, out, _err = run(priced, capsys, "account", "discounts", "acme")
+    assert code == 0 and [(r[1][:10], r[2]) for r in table_rows(out)[1:]] == [
+        ("2026-10-01", "12.5"), ("2026-11-01", "0")]
+    # p1 from 05:00 is 1.56 of usage: 12.5 % is 0.195, 0.20 off (half-even); a minimum of
+    # 2.00 tops the 1.36 left up by 0.64.
+    code, _out, _err = run(priced, capsys, "account", "commit", "acme", "--from",
+                           "2026-10-01T00:00:00Z", "--currency", "EUR", "--minimum", "2")
+    assert code == 0
+    code, out, _err = run(priced, capsys, "account", "statement", "acme", "--period", "2026-10")
+    assert code == 0
+    assert ("EUR subtotal 1.56  adjustments 0.00  discount 12.5 % (from "
+            "2026-10-01T00:00:00.000000Z) -0.20  minimum 2.00 (from "
+            "2026-10-01T00:00:00.000000Z)  shortfall 0.64  credits and charges 0.00  "
+            "total 2.00") in out
+    code, out, _err = run(priced, capsys, "account", "statement", "acme", "--period", "2026-10",
+                          "--format", "csv")
+    values = {r["record"]: r["value"] for r in csv.DictReader(io.StringIO(out))}
+    assert (values["account_discount_percent"], values["account_discount_amount"],
+            values["account_commitment_shortfall"], values["account_total"]) == (
+        "12.5", "-0.20", "0.64", "2.00")
+    # November's "0" ended it: no discount there.
+    code, out, _err = run(priced, capsys, "account", "statement", "acme", "--period", "2026-11")
+    assert code == 0 and "discount" not in out
+
+
 TIERED_YAML = """\
 effective_from: 2026-10-01T00:00:00Z
 currency: EUR

@@ -9,7 +9,7 @@ import datetime as dt
 import io
 import json
 from collections.abc import Iterator
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -77,10 +77,17 @@ def billed(billing_cloud: tuple[KeystoneCloud, str]) -> KeystoneCloud:
            "reason": "outage", "effective_at": "2026-11-20T12:00:00Z"})
     _post(sqlite_cloud, admin, "/v1/accounts/acme/commitments",
           {"effective_from": "2026-11-01T00:00:00Z", "currency": "EUR", "minimum": "100.00"})
+    _post(sqlite_cloud, admin, "/v1/accounts/acme/discounts",
+          {"effective_from": "2026-11-01T00:00:00Z", "percent": "12.5",
+           "reason": "framework agreement"})
     _post(sqlite_cloud, admin, f"/v1/periods/sim/{MONTH}/close",
           {"accept_unrated_lines": True, "accept_partial_history": True})
     _failed_delivery(url)
     return sqlite_cloud
+
+
+def money_text(value: Decimal) -> str:
+    return format(value.quantize(Decimal("0.01")), "f")
 
 
 def test_account_list_and_show(billed: KeystoneCloud) -> None:
@@ -130,10 +137,15 @@ def test_account_statement(billed: KeystoneCloud) -> None:
     footer = done.stdout.splitlines()[-1]
     assert footer.startswith(statement["status"]), footer
     assert f"credits and charges {totals['manual_total']}  total {totals['total']}" in footer
+    # The discount comes off the usage first; the commitment tops up what is left.
+    usage = Decimal(totals["subtotal"]) + Decimal(totals["adjustments_total"])
+    off = -(usage * Decimal("0.125")).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    assert totals["discount"] == {"effective_from": "2026-11-01T00:00:00.000000Z",
+                                  "percent": "12.5", "amount": money_text(off)}
     assert (totals["commitment"]["minimum"], totals["commitment"]["shortfall"]) == (
-        "100.00", str(Decimal("100.00") - Decimal(totals["subtotal"])
-                      - Decimal(totals["adjustments_total"])))
-    assert "  minimum 100.00 (from 2026-11-01T00:00:00.000000Z)  shortfall " in footer
+        "100.00", money_text(Decimal("100.00") - usage - off))
+    assert (f"  discount 12.5 % (from 2026-11-01T00:00:00.000000Z) {money_text(off)}"
+            "  minimum 100.00 (from 2026-11-01T00:00:00.000000Z)  shortfall ") in footer
     assert "credit line 1: outage" in done.stdout
     assert "None" not in done.stdout, done.stdout
     done = openstack(billed, "sim-auditor", "account", "statement", "acme", "--period", MONTH,
@@ -169,6 +181,22 @@ def test_account_commitment_list(billed: KeystoneCloud) -> None:
     assert done.returncode == 1 and "403 forbidden" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     done = openstack(billed, "sim-auditor", "account", "commitment", "list", "nobody")
+    assert done.returncode == 1 and "404 not_found" in done.stderr
+
+
+def test_account_discount_list(billed: KeystoneCloud) -> None:
+    done = openstack(billed, "sim-auditor", "account", "discount", "list", "acme",
+                     "-f", "json")
+    assert done.returncode == 0, done.stderr
+    (discount,) = json.loads(done.stdout)
+    assert (discount["effective_from"], discount["percent"], discount["reason"]) == (
+        "2026-11-01T00:00:00.000000Z", "12.5", "framework agreement")
+    done = openstack(billed, "sim-admin", "account", "discount", "list", "acme")
+    assert done.returncode == 0 and "| 12.5 " in done.stdout and "None" not in done.stdout
+    done = openstack(billed, "sim-member", "account", "discount", "list", "acme")
+    assert done.returncode == 1 and "403 forbidden" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    done = openstack(billed, "sim-auditor", "account", "discount", "list", "nobody")
     assert done.returncode == 1 and "404 not_found" in done.stderr
 
 
