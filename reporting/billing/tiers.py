@@ -142,8 +142,8 @@ _Tiered = tuple[str, tuple[Tier, ...], Decimal, str | None, str | None]
 def _entry(line: Line, versions: Sequence[PriceVersion]) -> _Tiered | None:
     """The tiers that priced ``line``, if any: its version's entry's (or its flavor's,
     for an instance; its volume type's, for a volume of a type priced by its own
-    entry: a volume type with a plain rate there is in no group), unless the project's terms in force over it gave the type a
-    rate of their own."""
+    entry: a volume type with a plain rate there is in no group), unless the project's
+    terms in force over it gave the type a rate of their own."""
     piece = None
     for version in versions:
         if version.label == line.price_list_version and version.effective_from <= line.start:
