@@ -37,13 +37,28 @@ def _all(properties: dict[str, Any]) -> dict[str, Any]:
 _RATES_DOC = {
     "type": "object",
     "description": "Per resource type: instance {per: hour, by_flavor, by_resources}, "
-    "volume {per: gb_hour, rate, type_modifiers}, floating_ip {per: hour, rate}, "
+    "volume {per: gb_hour, rate, type_modifiers, by_volume_type}, floating_ip {per: hour, rate}, "
     "image {per: gb_hour, rate}, loadbalancer {per: hour, rate, listener, pool}; any other "
     "registered resource type {per: hour | <size>_hour, size, rate} (a sized type). "
     "Volume, floating_ip, image and sized entries may give mode (graduated | volume) and "
     "tiers [{up_to, rate}] (ascending up_to, the last null) instead of rate, and an "
-    "instance flavor {mode, tiers} instead of its rate.",
+    "instance flavor {mode, tiers} instead of its rate. A volume's by_volume_type gives a "
+    "volume type its own rate or {mode, tiers} (each such type its own tier group; not "
+    "with a type_modifiers entry for the same type), rate and tiers then optional.",
 }
+
+# A tier line's members; ``volume_type`` (after ``flavor``) only on a volume type's.
+_TIER_LINE: dict[str, Any] = {
+    "resource_type": {"type": "string"}, "price_list_version": {"type": "string"},
+    "flavor": {"type": ["string", "null"]}, "mode": {"enum": ["graduated", "volume"]},
+    "quantity": _DECIMAL,
+    "unit": {"type": ["string", "null"]}, "modified_quantity": _DECIMAL, "rate": _DECIMAL,
+    "tiers": {"type": "array", "items": _all({
+        "up_to": _NULLABLE_DECIMAL, "rate": _DECIMAL, "quantity": _DECIMAL})},
+    "amount_at_rate_unrounded": _DECIMAL, "amount_tiered_unrounded": _DECIMAL,
+    "amount_unrounded": _DECIMAL, "amount": _DECIMAL,
+}
+_TIER_LINE_REQUIRED = list(_TIER_LINE)
 
 SCHEMAS: dict[str, Any] = {
     "PriceListDocument": {
@@ -91,14 +106,14 @@ SCHEMAS: dict[str, Any] = {
         "resource_id": {"type": "string"}, "amount": _DECIMAL,
         "event_ids": {"type": "array", "items": {"type": "string"}},
     }),
-    "TierLine": _all({
-        "resource_type": {"type": "string"}, "price_list_version": {"type": "string"},
-        "flavor": {"type": ["string", "null"]}, "mode": {"enum": ["graduated", "volume"]}, "quantity": _DECIMAL,
-        "unit": {"type": ["string", "null"]}, "modified_quantity": _DECIMAL, "rate": _DECIMAL,
-        "tiers": {"type": "array", "items": _all({
-            "up_to": _NULLABLE_DECIMAL, "rate": _DECIMAL, "quantity": _DECIMAL})},
-        "amount_at_rate_unrounded": _DECIMAL, "amount_tiered_unrounded": _DECIMAL,
-        "amount_unrounded": _DECIMAL, "amount": _DECIMAL,
+    "TierLine": _object(_TIER_LINE_REQUIRED, {
+        **{name: _TIER_LINE[name] for name in ("resource_type", "price_list_version",
+                                               "flavor")},
+        # only on a volume type's tier line (rates.volume.by_volume_type)
+        "volume_type": {"type": "string", "description": (
+            "the volume type whose own tiers this line prices (rates.volume.by_volume_type); "
+            "absent on every other tier line")},
+        **{name: _TIER_LINE[name] for name in _TIER_LINE_REQUIRED[3:]},
     }),
     "Statement": _object([
         "cloud", "project_id", "period", "currency", "status", "provisional", "computed_at",
@@ -109,7 +124,8 @@ SCHEMAS: dict[str, Any] = {
         "lines": {"type": "array", "items": ref("StatementLine")},
         # only when a price list version priced some of the lines with tiers
         "tiers": {"type": "array", "items": ref("TierLine"), "description": (
-            "one tier line per (version, type) priced with tiers (docs/statements.md, "
+            "one tier line per (version, type, and flavor or volume type with tiers of "
+            "its own) priced with tiers (docs/statements.md, "
             "Tiers); absent when there is none")},
         "adjustments": {"type": "array", "items": ref("Adjustment")},
         "subtotal": _DECIMAL, "adjustments_total": _DECIMAL, "total": _DECIMAL,

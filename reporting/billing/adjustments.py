@@ -238,7 +238,10 @@ def _tier_adjustments(
     for project in owners:
         mine = [ref for ref in touched if project in projects.get(ref, ())]
         kinds = {rtype for rtype, _rid in mine}
-        labels = sorted({v.label for v in versions if v.effective_from < end})
+        # a tier line's adjustments name its version's label (and a volume type's
+        # tiers that type too) as the resource id, which no resource's id can be (it
+        # holds a "/")
+        ids = sorted(tiers.adjusted_ids(v for v in versions if v.effective_from < end))
         base: dict[ResourceRef, Decimal] = collections.defaultdict(lambda: _ZERO)
         # The group's resources then and now: the late ones among them are the causes
         # (the same whoever asks: one project's statement reads only these).
@@ -246,20 +249,19 @@ def _tier_adjustments(
         row = session.get(ClosedStatement, (cloud, source.period, project))
         if row is not None:
             for frozen_tier in json.loads(row.body).get("tiers", []):
-                key = (frozen_tier["resource_type"], frozen_tier["price_list_version"])
+                key = (frozen_tier["resource_type"], tiers.adjusted_id(
+                    frozen_tier["price_list_version"], frozen_tier.get("volume_type")))
                 if key[0] in kinds:
                     base[key] = money.add(base[key], Decimal(frozen_tier["amount"]))
             if row.lines_at is not None:
                 members.update((line.resource_type, line.resource_id)
                                for line in frozen.lines(session, row, places=source.minor_units))
         booked_until: dict[ResourceRef, int] = {}
-        # a tier line's adjustments name its version's label as the resource id, which
-        # no resource's id can be (it holds a "/")
         query = sa.select(BookedAdjustment).where(
             BookedAdjustment.cloud == cloud, BookedAdjustment.source_period == source.period,
             BookedAdjustment.project_id == project,
             BookedAdjustment.resource_type.in_(sorted(kinds)),
-            BookedAdjustment.resource_id.in_(labels))
+            BookedAdjustment.resource_id.in_(ids))
         for booked in session.execute(query).scalars():
             key = (booked.resource_type, booked.resource_id)
             base[key] = money.add(base[key], booked.amount)

@@ -30,7 +30,10 @@ whatever it holds is priced, summed and closed with for ever.
 A ``volume``, ``image``, ``floating_ip`` or sized entry may give ``tiers`` and a
 ``mode`` instead of ``rate`` (``{"mode": "graduated", "tiers": [{"up_to": "500",
 "rate": "0.0002"}, {"up_to": null, "rate": "0.0001"}]}``): ascending bounds, the last
-open; ``reporting.billing.tiers`` prices a project's period quantity with them.
+open; ``reporting.billing.tiers`` prices a project's period quantity with them.  An
+instance's ``by_flavor`` and a volume's ``by_volume_type`` may give, per flavor or
+volume type, a rate or ``{"mode", "tiers"}``: each flavor or volume type with tiers
+is a group of its own.
 
 ``project_terms`` gives projects dated terms of their own (their own rates for some
 types, a percentage discount); ``expand`` cuts a version where one begins or ends, so
@@ -64,7 +67,7 @@ UNITS = {
 }
 _RATE_MEMBERS = {
     "instance": {"per", "by_flavor", "by_resources"},
-    "volume": {"per", "rate", "type_modifiers", "mode", "tiers"},
+    "volume": {"per", "rate", "type_modifiers", "mode", "tiers", "by_volume_type"},
     "floating_ip": {"per", "rate", "mode", "tiers"},
     "image": {"per", "rate", "mode", "tiers"},
     "loadbalancer": {"per", "rate", "listener", "pool"},
@@ -112,6 +115,12 @@ class TypeRate:
     # An instance's flavors priced with tiers: flavor -> (mode, tiers); ``by_flavor``
     # holds each one's first tier's rate.
     flavor_tiers: Mapping[str, tuple[str, tuple[Tier, ...]]] = dataclasses.field(
+        default_factory=dict)
+    # A volume's own rates per volume type (its ``rate`` then prices the other types;
+    # None: only these are rated), and those priced with tiers: type -> (mode, tiers),
+    # ``by_volume_type`` holding each one's first tier's rate.
+    by_volume_type: Mapping[str, Decimal] = dataclasses.field(default_factory=dict)
+    volume_type_tiers: Mapping[str, tuple[str, tuple[Tier, ...]]] = dataclasses.field(
         default_factory=dict)
 
 
@@ -267,25 +276,48 @@ def _rate_or_tiers(entry: Mapping[str, Any], where: str
     return _decimal(entry["rate"], f"{where}.rate"), (), None
 
 
-def _flavors(value: Any, where: str
-             ) -> tuple[dict[str, Decimal], dict[str, tuple[str, tuple[Tier, ...]]]]:
-    """``by_flavor``: per flavor a rate, or ``{"mode", "tiers"}`` (its hours priced
-    with tiers, each line at the first tier's rate)."""
+def _named(value: Any, where: str
+           ) -> tuple[dict[str, Decimal], dict[str, tuple[str, tuple[Tier, ...]]]]:
+    """``by_flavor`` or ``by_volume_type``: per name a rate, or ``{"mode", "tiers"}``
+    (its quantity priced with tiers, each line at the first tier's rate)."""
     rates: dict[str, Decimal] = {}
     tiered: dict[str, tuple[str, tuple[Tier, ...]]] = {}
-    for flavor, given in _object(value, where).items():
-        _name(flavor, f"a key of {where}")
+    for name, given in _object(value, where).items():
+        _name(name, f"a key of {where}")
         if not isinstance(given, dict):
-            rates[flavor] = _decimal(given, f"{where}.{flavor}")
+            rates[name] = _decimal(given, f"{where}.{name}")
             continue
-        at = f"{where}.{flavor}"
+        at = f"{where}.{name}"
         _only(given, {"mode", "tiers"}, at)
         if "tiers" not in given:
             raise PriceListError(f"{at} must be a rate or {{\"mode\", \"tiers\"}}")
         rate, tiers, mode = _rate_or_tiers(given, at)
         assert mode is not None
-        rates[flavor], tiered[flavor] = rate, (mode, tiers)
+        rates[name], tiered[name] = rate, (mode, tiers)
     return rates, tiered
+
+
+def _volume_rate(entry: Mapping[str, Any], where: str) -> TypeRate:
+    """A volume's entry: ``rate`` or ``tiers`` for every volume type, ``by_volume_type``
+    a rate or tiers of their own for some (``rate`` may then be left out: the other
+    types are unrated).  A volume type is priced either by its own entry or by the
+    type-wide rate × its ``type_modifiers`` entry, never both: one price per type."""
+    by_type, type_tiers = _named(entry.get("by_volume_type", {}), f"{where}.by_volume_type")
+    rate: Decimal | None = None
+    tiers: tuple[Tier, ...] = ()
+    mode = None
+    if not by_type or {"rate", "tiers", "mode"} & set(entry):  # else: only those named
+        rate, tiers, mode = _rate_or_tiers(entry, where)
+    modifiers = _decimals(entry.get("type_modifiers", {}), f"{where}.type_modifiers")
+    both = sorted(set(modifiers) & set(by_type))
+    if both:
+        name = both[0]
+        raise PriceListError(
+            f"{where}.type_modifiers.{name} and {where}.by_volume_type.{name} both price "
+            f"volume type {name}: give one (by_volume_type gives the type its own rate or "
+            "tiers; a modifier multiplies the entry's rate)")
+    return TypeRate(rate=rate, tiers=tiers, mode=mode, type_modifiers=modifiers,
+                    by_volume_type=by_type, volume_type_tiers=type_tiers)
 
 
 def _type_rate(resource_type: str, value: Any) -> TypeRate:
@@ -297,7 +329,7 @@ def _type_rate(resource_type: str, value: Any) -> TypeRate:
     if entry.get("per") != UNITS[resource_type]:
         raise PriceListError(f"{where}.per must be \"{UNITS[resource_type]}\"")
     if resource_type == "instance":
-        by_flavor, flavor_tiers = _flavors(entry.get("by_flavor", {}), f"{where}.by_flavor")
+        by_flavor, flavor_tiers = _named(entry.get("by_flavor", {}), f"{where}.by_flavor")
         by_resources = None
         if "by_resources" in entry:
             by_resources = _decimals(entry["by_resources"], f"{where}.by_resources")
@@ -308,6 +340,8 @@ def _type_rate(resource_type: str, value: Any) -> TypeRate:
             raise PriceListError(f"{where} needs by_flavor or by_resources")
         return TypeRate(by_flavor=by_flavor, by_resources=by_resources,
                         flavor_tiers=flavor_tiers)
+    if resource_type == "volume":
+        return _volume_rate(entry, where)
     rate, tiers, mode = _rate_or_tiers(entry, where)  # a load balancer's members hold no tiers
     return TypeRate(
         rate=rate, tiers=tiers, mode=mode,
@@ -335,9 +369,11 @@ def _override(name: str, value: Any, where: str, rates: Mapping[str, TypeRate]) 
         override = _type_rate(name, value)
     except PriceListError as exc:
         raise PriceListError(str(exc).replace(f"rates.{name}", f"{where}.{name}", 1)) from None
-    if override.tiers or override.flavor_tiers:
+    if override.tiers or override.flavor_tiers or override.volume_type_tiers:
         member = ("tiers" if override.tiers
-                  else f"by_flavor.{sorted(override.flavor_tiers)[0]}.tiers")
+                  else f"by_flavor.{sorted(override.flavor_tiers)[0]}.tiers"
+                  if override.flavor_tiers
+                  else f"by_volume_type.{sorted(override.volume_type_tiers)[0]}.tiers")
         raise PriceListError(
             f"{where}.{name}.{member}: a project's terms give a rate, not tiers (tiers price "
             "the quantity of the project's whole period, a term only a stretch of it)")

@@ -24,6 +24,7 @@ from reporting.billing.pricelist import (
     INSTANCE_RESOURCES,
     UNITS,
     PriceVersion,
+    TypeRate,
     in_effect,
     unit_of,
 )
@@ -140,6 +141,8 @@ def base_rate(
                 return f"flavor {flavor} has no rate and the size has no {member}"
             total = money.add(total, money.multiply(amount, rates.by_resources[member]))
         return total, _ONE
+    if resource_type == "volume":
+        return _volume_rate(size, rates, version.label)
     assert rates.rate is not None
     if resource_type not in UNITS:  # a sized type: its size member is the quantity's factor
         return rates.rate, _ONE
@@ -148,9 +151,25 @@ def base_rate(
         pools = _size_number(size, "pools") or Decimal(0)
         return money.total((rates.rate, money.multiply(listeners, rates.listener),
                             money.multiply(pools, rates.pool)), Decimal(0)), _ONE
+    return rates.rate, _ONE
+
+
+def _volume_rate(size: Mapping[str, Any] | None, rates: TypeRate, label: str
+                 ) -> tuple[Decimal, Decimal] | str:
+    """A volume's rate: its volume type's own (``by_volume_type``), else the entry's ×
+    the type's modifier, or why it has none (the entry prices named types only)."""
+    volume_type = size.get("type") if size else None
+    if isinstance(volume_type, str) and volume_type in rates.by_volume_type:
+        return rates.by_volume_type[volume_type], _ONE
+    if rates.rate is None:
+        if isinstance(volume_type, str):
+            return f"no rate for volume type {volume_type} in price list {label}"
+        what = ("the size has no volume type" if volume_type is None else
+                f"the size's volume type {json.dumps(volume_type, sort_keys=True)} is not a name")
+        return f"{what} and price list {label} rates volumes by volume type only"
     modifier = _ONE
-    if resource_type == "volume" and size and isinstance(size.get("type"), str):
-        modifier = rates.type_modifiers.get(size["type"], _ONE)
+    if isinstance(volume_type, str):
+        modifier = rates.type_modifiers.get(volume_type, _ONE)
     return rates.rate, modifier
 
 

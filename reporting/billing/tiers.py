@@ -2,8 +2,8 @@
 
 A rate entry with ``tiers`` (``pricelist.Tier``) prices each line at the first tier's
 rate, as any rate; the project's statement then carries one **tier line** per
-(price list version, type, and flavor for an instance flavor's tiers) whose lines it
-priced, bringing those lines to the tiered
+(price list version, type, and flavor for an instance flavor's tiers or volume type
+for a volume type's) whose lines it priced, bringing those lines to the tiered
 price of their total quantity ``Q`` (docs/statements.md, "Tiers"):
 
 - ``graduated``: ``P(Q)`` = each slice of ``Q`` at its tier's rate;
@@ -39,7 +39,7 @@ class TierLine:
     project_id: str
     resource_type: str
     price_list_version: str
-    flavor: str | None  # an instance flavor's tiers; None: the type's
+    flavor: str | None  # an instance flavor's tiers; None: the type's (or a volume type's)
     mode: str
     unit: str | None
     rate: Decimal  # the first tier's: what the lines are priced at
@@ -49,6 +49,7 @@ class TierLine:
     tiered: Fraction  # P(Q) / Q × W
     exact_amount: Fraction  # tiered − rate × W
     places: int = money.MINOR_PLACES
+    volume_type: str | None = None  # a volume type's tiers (``by_volume_type``)
     amount: Decimal = dataclasses.field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -57,15 +58,19 @@ class TierLine:
     @property
     def adjusted_as(self) -> tuple[str, str]:
         """The (resource_type, resource_id) an adjustment of this tier line names: its
-        type and its version's label, which no resource id can be (a label holds a
-        ``/``, which ingest refuses in a resource id); one for every flavor's tiers."""
-        return self.resource_type, self.price_list_version
+        type and ``adjusted_id``, which no resource id can be (a label holds a ``/``,
+        which ingest refuses in a resource id); one for every flavor's tiers."""
+        return self.resource_type, adjusted_id(self.price_list_version, self.volume_type)
 
     def as_dict(self) -> dict[str, Any]:
+        # ``volume_type`` only on a volume type's tier line: every other tier line (and
+        # so every statement frozen before volume types had tiers) is what it was
+        named = {} if self.volume_type is None else {"volume_type": self.volume_type}
         return {
             "resource_type": self.resource_type,
             "price_list_version": self.price_list_version,
             "flavor": self.flavor,
+            **named,
             "mode": self.mode,
             "quantity": money.display(self.quantity),
             "unit": self.unit,
@@ -80,6 +85,20 @@ class TierLine:
             "amount_unrounded": money.display(self.exact_amount),
             "amount": money.money(self.amount, self.places),
         }
+
+
+def adjusted_id(label: str, volume_type: str | None) -> str:
+    """The resource id of a tier line's adjustments: its version's label, and for a
+    volume type's tiers the type in brackets (``default/1[ssd]``): distinct from the
+    type-wide group's (a label ends with its number) and from any resource's."""
+    return label if volume_type is None else f"{label}[{volume_type}]"
+
+
+def adjusted_ids(versions: Iterable[PriceVersion]) -> set[str]:
+    """Every resource id an adjustment of a tier line of ``versions`` may name."""
+    return {adjusted_id(version.label, volume_type) for version in versions
+            for volume_type in (None, *(version.rates["volume"].volume_type_tiers
+                                        if "volume" in version.rates else ()))}
 
 
 def slices(tiers: Sequence[Tier], mode: str, quantity: Fraction
@@ -109,19 +128,22 @@ def price(tiers: Sequence[Tier], mode: str, quantity: Fraction) -> Fraction:
 
 
 def tiered_types(versions: Iterable[PriceVersion]) -> set[str]:
-    """The types some version prices with tiers (an instance: some of its flavors)."""
+    """The types some version prices with tiers (an instance: some of its flavors, a
+    volume: possibly only some of its volume types)."""
     return {name for version in versions for name, rates in version.rates.items()
-            if rates.tiers or rates.flavor_tiers}
+            if rates.tiers or rates.flavor_tiers or rates.volume_type_tiers}
 
 
-# How a group is priced: (mode, tiers, the lines' rate, the flavor if a flavor's)
-_Tiered = tuple[str, tuple[Tier, ...], Decimal, str | None]
+# How a group is priced: (mode, tiers, the lines' rate, the flavor if a flavor's, the
+# volume type if a volume type's)
+_Tiered = tuple[str, tuple[Tier, ...], Decimal, str | None, str | None]
 
 
 def _entry(line: Line, versions: Sequence[PriceVersion]) -> _Tiered | None:
     """The tiers that priced ``line``, if any: its version's entry's (or its flavor's,
-    for an instance), unless the project's terms in force over it gave the type a
-    rate of their own."""
+    for an instance; its volume type's, for a volume of a type priced by its own
+    entry: a volume type with a plain rate there is in no group), unless the project's
+    terms in force over it gave the type a rate of their own."""
     piece = None
     for version in versions:
         if version.label == line.price_list_version and version.effective_from <= line.start:
@@ -134,23 +156,31 @@ def _entry(line: Line, versions: Sequence[PriceVersion]) -> _Tiered | None:
     term = piece.terms.get(line.project_id)
     if term is not None and line.resource_type in term.rates:
         return None
+    volume_type = line.size.get("type") if line.size else None
+    if (line.resource_type == "volume" and isinstance(volume_type, str)
+            and volume_type in rates.by_volume_type):
+        if volume_type not in rates.volume_type_tiers:
+            return None
+        mode, tiers = rates.volume_type_tiers[volume_type]
+        return mode, tiers, rates.by_volume_type[volume_type], None, volume_type
     if rates.tiers:
         assert rates.mode is not None and rates.rate is not None
-        return rates.mode, rates.tiers, rates.rate, None
+        return rates.mode, rates.tiers, rates.rate, None, None
     flavor = line.size.get("flavor") if line.size else None
     if isinstance(flavor, str) and flavor in rates.flavor_tiers:
         mode, tiers = rates.flavor_tiers[flavor]
-        return mode, tiers, rates.by_flavor[flavor], flavor
+        return mode, tiers, rates.by_flavor[flavor], flavor, None
     return None
 
 
 def tier_lines(lines: Iterable[Line], versions: Sequence[PriceVersion],
                places: int | None = None) -> list[TierLine]:
-    """The tier lines of ``lines`` (any projects), by project, type and version;
+    """The tier lines of ``lines`` (any projects), by project, type, version and flavor
+    or volume type (the type-wide group first);
     rounded to ``places`` (None: each version's currency's minor units).  Unrated and
     zero-rated lines are in no group."""
     order = {version.label: index for index, version in reversed(list(enumerate(versions)))}
-    groups: dict[tuple[str, str, str, str], list[Any]] = {}
+    groups: dict[tuple[str, str, str, str, str], list[Any]] = {}
     for line in lines:
         if line.exact_amount is None or line.zero_rated or line.modifier is None:
             continue
@@ -158,23 +188,24 @@ def tier_lines(lines: Iterable[Line], versions: Sequence[PriceVersion],
         priced = _entry(line, versions)
         if priced is None:
             continue
-        key = (line.project_id, line.resource_type, line.price_list_version, priced[3] or "")
+        key = (line.project_id, line.resource_type, line.price_list_version, priced[3] or "",
+               priced[4] or "")
         group = groups.setdefault(key, [priced, line.unit, Fraction(0), Fraction(0)])
         group[2] += line.quantity
         group[3] += line.quantity * Fraction(line.modifier)
     minor = {version.label: version.minor_units for version in versions}
     found = []
-    for (project, resource_type, label, _flavor), (priced, unit, total, weighted) in sorted(
+    for (project, resource_type, label, *_named), (priced, unit, total, weighted) in sorted(
             groups.items(), key=lambda item: (item[0][0], item[0][1], order[item[0][2]],
-                                              item[0][3])):
+                                              *item[0][3:])):
         if total == 0:
             continue  # nothing to price (sizes of zero)
-        mode, steps, rate, flavor = priced
+        mode, steps, rate, flavor, volume_type = priced
         tiered = price(steps, mode, total) * weighted / total
         found.append(TierLine(
             project, resource_type, label, flavor, mode, unit, rate, total, weighted,
             slices(steps, mode, total), tiered, tiered - Fraction(rate) * weighted,
-            minor[label] if places is None else places))
+            minor[label] if places is None else places, volume_type))
     return found
 
 

@@ -102,7 +102,12 @@ def _tier_row(tier: dict[str, Any]) -> dict[str, Any]:
             "start": None, "end": None, "price_list_version": tier["price_list_version"],
             "quantity": tier["quantity"], "unit": tier["unit"], "rate": tier["rate"],
             "modifier": None, "amount": tier["amount"], "unrated": None, "zero_rated": False,
-            "note": f"{tier['mode']} tiers: {reached}"}
+            "note": f"{tier['mode']} tiers{_of_volume_type(tier)}: {reached}"}
+
+
+def _of_volume_type(tier: dict[str, Any]) -> str:
+    """Which volume type a volume type's tier line prices (others name none)."""
+    return f" of volume type {tier['volume_type']}" if tier.get("volume_type") else ""
 
 
 def statement(client: ApiClient, args: argparse.Namespace) -> Output:

@@ -1,7 +1,7 @@
 """For any history of instances, volumes and shares (a sized type, registered with
 its size schema), priced with dated project terms (own rates, discounts) and drawn
-tiers (graduated or volume, over volumes' GB-hours, an instance flavor's hours and
-later shares' hours), and any
+tiers (graduated or volume, over volumes' GB-hours, a volume type's own GB-hours, an
+instance flavor's hours and later shares' hours), and any
 arrival order, split anywhere by
 closes, with a price version added after the first close (for a later period): every
 frozen statement stays byte for byte what it was, it is the statement of the facts
@@ -137,6 +137,31 @@ def _flavor_tiered(document: dict[str, Any], drawn: dict[str, Any]) -> dict[str,
     instance = document["rates"]["instance"]
     return {**document, "rates": {**document["rates"], "instance": {
         **instance, "by_flavor": {**instance["by_flavor"], "m1.small": drawn}}}}
+
+
+def _volume_types(data: st.DataObject) -> dict[str, Any]:
+    """Drawn ``by_volume_type`` entries: per volume type of the histories none, its own
+    rate or its own tiers."""
+    drawn: dict[str, Any] = {}
+    for name, ups, rates in (("lvmdriver-1", [30, 300, 3000], ["0.00030", "0.00012", "0"]),
+                             ("ssd", [300, 3000, 30000], ["0.00015", "0.00005", "0.00040"])):
+        tiers = _tiers(data, name, ups, rates)
+        if tiers:
+            drawn[name] = tiers
+        elif data.draw(st.booleans(), label=f"{name} own rate"):
+            drawn[name] = data.draw(st.sampled_from(rates), label=f"{name} rate")
+    return drawn
+
+
+def _volume_typed(document: dict[str, Any], drawn: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with its volumes of the ``drawn`` volume types priced by their own
+    rates or tiers (if any), their ``type_modifiers`` entries gone (one price a type)."""
+    if not drawn:
+        return document
+    volume = document["rates"]["volume"]
+    modifiers = {k: v for k, v in volume.get("type_modifiers", {}).items() if k not in drawn}
+    return {**document, "rates": {**document["rates"], "volume": {
+        **volume, "type_modifiers": modifiers, "by_volume_type": drawn}}}
 
 
 def register_share(session: Session) -> None:
@@ -332,19 +357,22 @@ def _emptied(factory: sessionmaker[Session]) -> Iterator[sessionmaker[Session]]:
 
 def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
              data: st.DataObject) -> None:
-    # Drawn tiers: the volumes' GB-hours and the m1.small instances' hours of default/1
+    # Drawn tiers: the volumes' GB-hours (each volume type drawn its own rate or tiers
+    # apart), and the m1.small instances' hours of default/1
     # and /2 (p1's own instance rates inside default/1 price its instances without
     # them), the shares' hours from the later version on (p1's own volume rate there).
     volume_tiers = _tiers(data, "volume", [30, 300, 3000, 30000],
                           ["0.00010", "0.00004", "0.00025", "0"])
+    volume_types = _volume_types(data)
     flavor_tiers = _tiers(data, "m1.small", [10, 100, 1000], ["0.020", "0.010", "0.030"])
     later_prices = _tiered(LATER, "share", _tiers(data, "share", [10, 100, 1000],
                                            ["0.0125", "0.005", "0.02"]))
     with factory() as session:
         register_share(session)
         for document in SIZED_PRICES:
-            versions.add(session, "default", _flavor_tiered(
-                _tiered(document, "volume", volume_tiers), flavor_tiers), "test", NOW)
+            versions.add(session, "default", _flavor_tiered(_volume_typed(
+                _tiered(document, "volume", volume_tiers), volume_types), flavor_tiers),
+                "test", NOW)
         # Observed since before October (the property is about arrival orders and close
         # points, not where the history begins: test_close_acceptance.py is).
         for name in ACCOUNTS:

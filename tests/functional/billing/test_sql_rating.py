@@ -193,3 +193,45 @@ def test_only_the_kinds_of_projects_with_terms_that_occur_are_priced(
     # state modifier here); vol-a unrated (no volume rates); inst-b from 10-15 to 10-17
     # at 40 % off: 48 h x 0.020 x 0.60 = 0.576 -> 0.58
     assert python["p1"] == (Decimal("1.06"), 1)
+
+
+def _volume(rid: str, start: str, end: str, **size: Any) -> list[dict[str, Any]]:
+    return [event("volume.create.end", rid, start, resource_type="volume", state="available",
+                  size={"size_gb": 10, **size}),
+            event("volume.delete.end", rid, end, resource_type="volume", project_id="")]
+
+
+def test_volume_types_own_rates_agree(pg: sessionmaker[Session]) -> None:
+    rates = {"instance": {"per": "hour", "by_flavor": {"m1.small": "0.020"}}}
+    bulk = {"mode": "volume", "tiers": [{"up_to": "500", "rate": "0.00005"},
+                                        {"up_to": None, "rate": "0.00002"}]}
+    ssd = {"mode": "graduated", "tiers": [{"up_to": "100", "rate": "0.0004"},
+                                          {"up_to": None, "rate": "0.0001"}]}
+    with pg() as session:
+        # c1's own list: default/… never prices it.  c1/1 rates the volume types it
+        # names only; c1/2 from the 16th every type, ssd by its own tiers, lvm x 2
+        versions.add(session, "c1", {
+            "effective_from": "2026-10-01T00:00:00Z", "currency": "EUR", "rates": {
+                **rates, "volume": {"per": "gb_hour", "by_volume_type": {
+                    "ssd": "0.00035", "bulk": bulk}}}}, "test", dt.datetime(2026, 12, 1))
+        versions.add(session, "c1", {
+            "effective_from": "2026-10-16T00:00:00Z", "currency": "EUR", "rates": {
+                **rates, "volume": {"per": "gb_hour", "rate": "0.0001",
+                                    "type_modifiers": {"lvm": "2"},
+                                    "by_volume_type": {"ssd": ssd}}}},
+            "test", dt.datetime(2026, 12, 1))
+        session.commit()
+    seed(pg, [*_volume("vs", "2026-10-02T00:00:00Z", "2026-10-02T10:00:00Z", type="ssd"),
+              *_volume("vb", "2026-10-03T00:00:00Z", "2026-10-03T10:00:00Z", type="bulk",
+                       size_gb=100),
+              *_volume("vl", "2026-10-04T00:00:00Z", "2026-10-04T10:00:00Z", type="lvm"),
+              *_volume("vx", "2026-10-15T20:00:00Z", "2026-10-16T04:00:00Z", type="ssd"),
+              *_volume("vm", "2026-10-17T00:00:00Z", "2026-10-17T10:00:00Z", type="lvm")])
+    with pg() as session:
+        for now in (dt.datetime(2026, 12, 15), dt.datetime(2026, 10, 16, 2)):
+            assert _python(session, now) == _sql(session, now)
+        # vs 100 GB-h x 0.00035 = 0.035 -> 0.04; vb 1000 GB-h at bulk's first tier
+        # 0.00005 = 0.05; vl unrated under c1/1 (no rate for lvm); vx 40 GB-h x 0.00035 =
+        # 0.014 -> 0.01 under c1/1 and 40 x 0.0004 = 0.016 -> 0.02 under c1/2; vm 100 x
+        # 0.0001 x 2 = 0.02: 0.14, one unrated line
+        assert _sql(session, dt.datetime(2026, 12, 15))["p1"] == (Decimal("0.14"), 1)

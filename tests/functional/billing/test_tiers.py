@@ -1,5 +1,6 @@
 """Tiers through the API (SQLite and PostgreSQL), hand-computed: a project's period
-quantity of volumes priced graduated and by volume; the summaries (PostgreSQL: the
+quantity of volumes priced graduated and by volume (type-wide, and a volume type's
+own tiers beside them); the summaries (PostgreSQL: the
 set-based rating of the lines, the tier lines added), the close, and late facts'
 adjustments of the tier line on the next open periods; a bad tier is refused."""
 
@@ -31,11 +32,11 @@ def _prices(volume: dict[str, Any]) -> dict[str, Any]:
             "rates": {**copy.deepcopy(V1["rates"]), "volume": copy.deepcopy(volume)}}
 
 
-def _volume(rid: str, day: int, hours: int, size_gb: int, project: str = "p1"
-            ) -> list[dict[str, Any]]:
+def _volume(rid: str, day: int, hours: int, size_gb: int, project: str = "p1",
+            volume_type: str = "standard") -> list[dict[str, Any]]:
     return [event("volume.create.end", rid, f"2026-10-{day:02d}T00:00:00Z",
                   resource_type="volume", project_id=project, state="available",
-                  size={"size_gb": size_gb, "type": "standard"}),
+                  size={"size_gb": size_gb, "type": volume_type}),
             event("volume.delete.end", rid, f"2026-10-{day:02d}T{hours:02d}:00:00Z",
                   resource_type="volume", project_id="")]
 
@@ -199,3 +200,72 @@ def test_a_flavors_tiers_and_a_late_power_off(
     assert _adjustments(november) == [("2026-10", "instance", "inst-a", "-0.56"),
                                       ("2026-10", "instance", "default/1", "0.06")]
     assert _summaries(client, "2026-11") == [("p1", "0.00", "-0.50")]
+
+
+def test_a_volume_types_tiers_are_a_group_of_their_own(
+        app: Flask, client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+    bulk = {"mode": "graduated", "tiers": [{"up_to": "1000", "rate": "0.0001"},
+                                           {"up_to": None, "rate": "0.00005"}]}
+    assert client.put("/v1/price-lists/default", headers=ADMIN, json=_prices(
+        {**GRADUATED, "by_volume_type": {"bulk": bulk}})).status_code == 201
+    # p1: vol-a standard 1000 GB-h in the type-wide group: 500 x 0.0002 + 500 x 0.0001 =
+    # 0.15 (the line 0.20, tier line -0.05); vol-b and vol-c bulk, 1000 + 500 GB-h: Q =
+    # 1500 = 1000 x 0.0001 + 500 x 0.00005 = 0.125 (the lines 0.10 + 0.05, tier line
+    # -0.025 -> -0.02, half-even); subtotal 0.35 - 0.05 - 0.02 = 0.28
+    seed(session_factory, [*_volume("vol-a", 2, 20, 50),
+                           *_volume("vol-b", 3, 20, 50, volume_type="bulk"),
+                           *_volume("vol-c", 4, 20, 25, volume_type="bulk")])
+    url = "/v1/statements?cloud=c1&period=2026-10&project_id=p1"
+    open_p1 = assert_contract(app, "GET", url, client.get(url, headers=READ))
+    assert [x["amount"] for x in open_p1["lines"]] == ["0.20", "0.10", "0.05"]
+    assert [(x.get("volume_type"), x["quantity"], x["amount_unrounded"], x["amount"])
+            for x in open_p1["tiers"]] == [(None, "1000", "-0.05", "-0.05"),
+                                           ("bulk", "1500", "-0.025", "-0.02")]
+    assert "volume_type" not in open_p1["tiers"][0]
+    assert open_p1["subtotal"] == "0.28"
+    assert _summaries(client) == [("p1", "0.28", "0.28")]
+    csv = client.get(url, headers={**READ, "Accept": "text/csv"}).get_data(as_text=True)
+    rows = [r for r in csvlib.DictReader(io.StringIO(csv)) if r["record"] == "tier"]
+    assert [json.loads(row["value"]) for row in rows] == open_p1["tiers"]
+    assert [row["amount"] for row in rows] == ["-0.05", "-0.02"]
+
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN,
+                       json=ACCEPT).status_code == 200
+    closed = _statement(client, "p1")
+    assert (closed["status"], closed["tiers"], closed["subtotal"]) == (
+        "closed", open_p1["tiers"], "0.28")
+    assert _summaries(client) == [("p1", "0.28", "0.28")]
+
+    # late: vol-d bulk 1000 GB-h makes the bulk group 2500 GB-h = 0.10 + 0.075 = 0.175
+    # (lines 0.25, tier line -0.075 -> -0.08 against -0.02 frozen: -0.06); vol-e
+    # standard 500 GB-h makes the type-wide 1500 GB-h = 0.20 (lines 0.30, tier line
+    # -0.10 against -0.05 frozen: -0.05); each adjusted under its own name
+    seed(session_factory, [*_volume("vol-d", 7, 20, 50, volume_type="bulk"),
+                           *_volume("vol-e", 8, 20, 25)])
+    url = "/v1/statements?cloud=c1&period=2026-11&project_id=p1"
+    november = assert_contract(app, "GET", url, client.get(url, headers=READ))
+    assert _adjustments(november) == [("2026-10", "volume", "vol-d", "0.10"),
+                                      ("2026-10", "volume", "vol-e", "0.10"),
+                                      ("2026-10", "volume", "default/1", "-0.05"),
+                                      ("2026-10", "volume", "default/1[bulk]", "-0.06")]
+    assert all(a["event_ids"] for a in november["adjustments"])
+    assert _summaries(client, "2026-11") == [("p1", "0.00", "0.09")]
+
+    # closing November books them; a late bulk 500 GB-h: 3000 GB-h = 0.10 + 0.10 = 0.20
+    # (lines 0.30, tier line -0.10 against -0.02 frozen and -0.06 booked: -0.02), the
+    # type-wide group untouched
+    assert client.post("/v1/periods/c1/2026-11/close", headers=ADMIN,
+                       json=ACCEPT).status_code == 200
+    seed(session_factory, _volume("vol-f", 9, 20, 25, volume_type="bulk"))
+    assert _adjustments(_statement(client, "p1", "2026-12")) == [
+        ("2026-10", "volume", "vol-f", "0.05"), ("2026-10", "volume", "default/1[bulk]", "-0.02")]
+    assert _summaries(client, "2026-12") == [("p1", "0.00", "0.03")]
+
+
+def test_a_volume_type_with_a_modifier_and_its_own_rate_is_refused(client: FlaskClient) -> None:
+    volume = {**GRADUATED, "by_volume_type": {"ssd": "0.0003"}}
+    response = client.put("/v1/price-lists/default", json=_prices(volume), headers=ADMIN)
+    assert response.status_code == 400
+    assert response.get_json()["error"]["message"].startswith(
+        "rates.volume.type_modifiers.ssd and rates.volume.by_volume_type.ssd both price "
+        "volume type ssd: give one")

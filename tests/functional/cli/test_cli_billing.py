@@ -364,3 +364,36 @@ def test_price_list_put_with_tiers_and_the_tier_line_in_the_table(
     (tier,) = [row for row in table_rows(out) if "graduated tiers" in " ".join(row)]
     assert "-0.28" in tier and "2400" in tier
     assert "graduated tiers: 500 at 0.0002, 1900 at 0.0001" in " ".join(tier)
+
+
+VOLUME_TYPE_TIERED_YAML = """\
+effective_from: 2026-10-01T00:00:00Z
+currency: EUR
+rates:
+  instance: {per: hour, by_flavor: {m1.small: 0.020}}
+  volume:
+    per: gb_hour
+    rate: 0.0001
+    by_volume_type:
+      ssd:
+        mode: graduated
+        tiers:
+          - {up_to: 500, rate: 0.0003}
+          - {up_to: null, rate: 0.0001}
+"""
+
+
+def test_a_volume_types_tier_line_in_the_table_names_its_type(
+        priced: Api, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "volume-types.yaml"
+    path.write_text(VOLUME_TYPE_TIERED_YAML)
+    code, _out, _err = run(priced, capsys, "price-list", "put", "c1", str(path))
+    assert code == 0
+    code, out, _err = run(priced, capsys, "statement", "--cloud", "c1", "--period", "2026-10",
+                          "--project", "p1")
+    assert code == 0
+    # vol-a: 100 GB ssd for 24 h = 2400 GB-h, its line 2400 x 0.0003 = 0.72; ssd's own
+    # tiers price 500 x 0.0003 + 1900 x 0.0001 = 0.15 + 0.19 = 0.34: the tier line -0.38
+    (tier,) = [row for row in table_rows(out) if "graduated tiers" in " ".join(row)]
+    assert "-0.38" in tier and "2400" in tier
+    assert "graduated tiers of volume type ssd: 500 at 0.0003, 1900 at 0.0001" in " ".join(tier)
