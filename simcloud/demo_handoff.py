@@ -5,8 +5,8 @@ demo does what an operator does at a month's end, all through the Reporting API:
 
 - the billing account of the first billed project: its keystone domain's, which the
   syncs booked every project of the domain into (``adapter_config``
-  ``accounts_by_domain``), given a minimum commitment above its usage (so the account
-  is topped up to it) and a credit booked by hand;
+  ``accounts_by_domain``), given a dated percentage discount, a minimum commitment
+  above its usage (so the account is topped up to it) and a credit booked by hand;
 - the close of the month (accepting, explicitly, that Tally's history of the simulated
   cloud begins inside it, and unrated lines if the statements show some);
 - the signed ``period.closed`` webhook, received by a local "invoicing system" that
@@ -14,8 +14,8 @@ demo does what an operator does at a month's end, all through the Reporting API:
 - the export of the closed statements (CSV) into the workdir.
 
 Each step is checked: the account holds exactly the projects of that domain, and its
-total is the sum of its projects' own statements topped up to the minimum commitment,
-plus the credit,
+total is the sum of its projects' own statements less the discount (rounded once to
+the currency's minor unit), topped up to the minimum commitment, plus the credit,
 the webhook lists the same statement numbers as the export, and the signature holds.
 """
 
@@ -27,7 +27,7 @@ import hmac
 import http.server
 import json
 import threading
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from mapping.event import format_timestamp
 # The demo cloud's adapter_config accounts_by_domain: e.g. sim-d-acme.
 ACCOUNTS_BY_DOMAIN = "{cloud}-{domain_id}"
 CREDIT = "5.00"
+DISCOUNT_PERCENT = "10"
 WEBHOOK_WAIT_S = 60.0
 
 
@@ -45,6 +46,13 @@ def commitment_above(usage: Decimal) -> Decimal:
     """The demo's minimum commitment: the next whole hundred above the usage, so the
     statement shows a shortfall (a whole number: valid in every currency)."""
     return (usage // 100 + 1) * 100
+
+
+def discount_off(usage: Decimal, percent: str) -> Decimal:
+    """What ``percent`` takes off ``usage`` (negative), rounded once, half-even, to
+    the usage's places (a statement's amounts are in its currency's minor unit)."""
+    places = Decimal(1).scaleb(min(usage.as_tuple().exponent, 0))  # type: ignore[arg-type]
+    return -(usage * Decimal(percent) / 100).quantize(places, rounding=ROUND_HALF_EVEN)
 
 
 class InvoicingReceiver:
@@ -131,18 +139,28 @@ class HandOff:
         held = self._send("GET", statement, period=period).json()
         currency = held["totals"][0]["currency"]
         sections_ok = {section["project_id"] for section in held["projects"]} <= members
+        self._send("POST", f"/v1/accounts/{account}/discounts", {
+            "effective_from": format_timestamp(period_start), "percent": DISCOUNT_PERCENT,
+            "reason": "demo: a negotiated discount"})
         self._send("POST", f"/v1/accounts/{account}/commitments", {
             "effective_from": format_timestamp(period_start), "currency": currency,
             "minimum": str(minimum)})
         totals = self._send("GET", statement, period=period).json()["totals"][0]
-        # By hand: usage below the minimum is topped up to it; the credit comes after.
-        expected = max(usage, minimum) - Decimal(CREDIT)
+        # By hand: the discount off the usage, rounded once half-even to the usage's
+        # places (the currency's minor unit); the discounted usage below the minimum is
+        # topped up to it; the credit comes after.
+        discount = discount_off(usage, DISCOUNT_PERCENT)
+        discounted = usage + discount
+        expected = max(discounted, minimum) - Decimal(CREDIT)
         commitment = totals.get("commitment") or {}
+        applied = totals.get("discount") or {}
         account_ok = sections_ok and Decimal(totals["total"]) == expected \
-            and Decimal(commitment.get("shortfall", "NaN")) == minimum - usage
+            and Decimal(applied.get("amount", "NaN")) == discount \
+            and Decimal(commitment.get("shortfall", "NaN")) == minimum - discounted
         print(f"Hand-off of {period}:")
         print(f"  account {account} (its keystone domain's {len(members)} projects, booked "
               f"by the syncs): subtotal {totals['subtotal']}, "
+              f"discount {applied.get('percent')} % {applied.get('amount')}, "
               f"minimum commitment {commitment.get('minimum')} (shortfall "
               f"{commitment.get('shortfall')}), credits and charges {totals['manual_total']}, "
               f"total {totals['total']} {totals['currency']} "

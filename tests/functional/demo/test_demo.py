@@ -31,6 +31,7 @@ def test_demo_on_embedded_defaults(tmp_path: Path) -> None:
     # The month's hand-off (the simulated month, November 2026, has ended).
     assert "credits and charges -5.00" in result.stdout
     assert "minimum commitment " in result.stdout and "(shortfall " in result.stdout
+    assert "discount 10 % -" in result.stdout
     assert "(as computed by hand)" in result.stdout
     assert HANDED_OFF in result.stdout, result.stdout
     exported = (tmp_path / "demo" / "statements-sim-2026-11.csv").read_text()

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import requests
 
-from simcloud.demo_handoff import InvoicingReceiver, commitment_above
+from simcloud.demo_handoff import InvoicingReceiver, commitment_above, discount_off
 
 
 def _post(receiver: InvoicingReceiver, body: bytes, signature: str) -> int:
@@ -36,3 +36,10 @@ def test_the_demos_commitment_is_the_next_hundred_above_the_usage() -> None:
     assert commitment_above(Decimal("376.03")) == Decimal("400")
     assert commitment_above(Decimal("400.00")) == Decimal("500")
     assert commitment_above(Decimal("0.82")) == Decimal("100")
+
+
+def test_the_demos_discount_is_rounded_once_half_even_to_the_usages_places() -> None:
+    assert discount_off(Decimal("376.03"), "10") == Decimal("-37.60")  # 37.603
+    assert discount_off(Decimal("0.25"), "10") == Decimal("-0.02")  # 0.025: to the even 2
+    assert discount_off(Decimal("0.35"), "10") == Decimal("-0.04")  # 0.035: to the even 4
+    assert discount_off(Decimal("1200"), "12.5") == Decimal("-150")  # no minor unit
