@@ -15,12 +15,15 @@ lists them (read).  Semantics in ``docs/statements.md``, "Billing accounts",
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import io
 import json
+from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
+from sqlalchemy.orm import Session
 
 from reporting import pagination
 from reporting.api.auth import require_role
@@ -32,6 +35,7 @@ from reporting.api.project_scope import require_account_read, visible_account
 from reporting.api.statements import LINE_FIELDS, NUMERIC_FIELDS, neutralised, tier_row
 from reporting.billing import (
     account_statements,
+    account_terms,
     accounts,
     commitments,
     discounts,
@@ -285,77 +289,82 @@ def get_lines(account_id: str) -> Any:
                                  for row, by in rows[:limit]], marker)
 
 
-@bp.post("/v1/accounts/<account_id>/commitments")
-@require_role("admin")
-def post_commitment(account_id: str) -> Any:
+@dataclasses.dataclass(frozen=True)
+class _DatedTerm:
+    """A kind of an account's dated terms (a commitment, a discount): how the routes
+    below add one, render one and page through them."""
+
+    add_excluding_closes: Callable[..., Any]
+    render: Callable[[Any], dict[str, Any]]
+    listed: Callable[[Session, str, dt.datetime | None, int], list[Any]]
+    invalid: type[Exception]  # a document that says nothing valid: 400 ``invalid_code``
+    invalid_code: str
+    refused: type[account_terms.TermRefused]  # valid, not here (a closed period): 409
+    marker_tag: str
+
+
+_COMMITMENTS = _DatedTerm(commitments.add_excluding_closes, commitments.render,
+                          commitments.listed, commitments.CommitmentError,
+                          "invalid_commitment", commitments.CommitmentRefused,
+                          _COMMITMENTS_TAG)
+_DISCOUNTS = _DatedTerm(discounts.add_excluding_closes, discounts.render, discounts.listed,
+                        discounts.DiscountError, "invalid_discount",
+                        discounts.DiscountRefused, _DISCOUNTS_TAG)
+
+
+def _post_term(account_id: str, term: _DatedTerm) -> Any:
     account = _account_path(account_id)
     document = json_object()
     session = db_session()
     with session.begin():
         try:
-            row = commitments.add_excluding_closes(session, account, document, caller_name(),
-                                                   utcnow())
+            row = term.add_excluding_closes(session, account, document, caller_name(),
+                                            utcnow())
         except accounts.UnknownAccount as exc:
             raise ApiError(404, "not_found", str(exc)) from None
-        except commitments.CommitmentError as exc:
-            raise ApiError(400, "invalid_commitment", str(exc)) from None
-        except commitments.CommitmentRefused as exc:
+        except term.invalid as exc:
+            raise ApiError(400, term.invalid_code, str(exc)) from None
+        except term.refused as exc:
             raise ApiError(409, exc.code, str(exc)) from None
-        rendered = commitments.render(row)
+        rendered = term.render(row)
     return jsonify(rendered), 201
+
+
+def _list_terms(account_id: str, term: _DatedTerm) -> Any:
+    params.only(request.args, frozenset({"limit", "marker"}))
+    limit = pagination.parse_limit(request.args)
+    after = None
+    if "marker" in request.args:
+        (decoded,) = pagination.decode_marker(term.marker_tag, ["datetime"],
+                                              request.args["marker"])
+        assert isinstance(decoded, dt.datetime)  # the shape asks for one
+        after = decoded
+    account = _known(account_id)
+    rows = term.listed(db_session(), account.account_id, after, limit + 1)
+    marker = (pagination.encode_marker(term.marker_tag, [rows[limit - 1].effective_from])
+              if len(rows) > limit else None)
+    return pagination.list_body([term.render(row) for row in rows[:limit]], marker)
+
+
+@bp.post("/v1/accounts/<account_id>/commitments")
+@require_role("admin")
+def post_commitment(account_id: str) -> Any:
+    return _post_term(account_id, _COMMITMENTS)
 
 
 @bp.get("/v1/accounts/<account_id>/commitments")
 @require_account_read
 def get_commitments(account_id: str) -> Any:
-    params.only(request.args, frozenset({"limit", "marker"}))
-    limit = pagination.parse_limit(request.args)
-    after = None
-    if "marker" in request.args:
-        (decoded,) = pagination.decode_marker(_COMMITMENTS_TAG, ["datetime"],
-                                              request.args["marker"])
-        assert isinstance(decoded, dt.datetime)  # the shape asks for one
-        after = decoded
-    account = _known(account_id)
-    rows = commitments.listed(db_session(), account.account_id, after, limit + 1)
-    marker = (pagination.encode_marker(_COMMITMENTS_TAG, [rows[limit - 1].effective_from])
-              if len(rows) > limit else None)
-    return pagination.list_body([commitments.render(row) for row in rows[:limit]], marker)
+    return _list_terms(account_id, _COMMITMENTS)
 
 
 @bp.post("/v1/accounts/<account_id>/discounts")
 @require_role("admin")
 def post_discount(account_id: str) -> Any:
-    account = _account_path(account_id)
-    document = json_object()
-    session = db_session()
-    with session.begin():
-        try:
-            row = discounts.add_excluding_closes(session, account, document, caller_name(),
-                                                 utcnow())
-        except accounts.UnknownAccount as exc:
-            raise ApiError(404, "not_found", str(exc)) from None
-        except discounts.DiscountError as exc:
-            raise ApiError(400, "invalid_discount", str(exc)) from None
-        except discounts.DiscountRefused as exc:
-            raise ApiError(409, exc.code, str(exc)) from None
-        rendered = discounts.render(row)
-    return jsonify(rendered), 201
+    return _post_term(account_id, _DISCOUNTS)
 
 
 @bp.get("/v1/accounts/<account_id>/discounts")
 @require_account_read
 def get_discounts(account_id: str) -> Any:
-    params.only(request.args, frozenset({"limit", "marker"}))
-    limit = pagination.parse_limit(request.args)
-    after = None
-    if "marker" in request.args:
-        (decoded,) = pagination.decode_marker(_DISCOUNTS_TAG, ["datetime"],
-                                              request.args["marker"])
-        assert isinstance(decoded, dt.datetime)  # the shape asks for one
-        after = decoded
-    account = _known(account_id)
-    rows = discounts.listed(db_session(), account.account_id, after, limit + 1)
-    marker = (pagination.encode_marker(_DISCOUNTS_TAG, [rows[limit - 1].effective_from])
-              if len(rows) > limit else None)
-    return pagination.list_body([discounts.render(row) for row in rows[:limit]], marker)
+    return _list_terms(account_id, _DISCOUNTS)

@@ -8,14 +8,56 @@ account statement that is closed (``docs/statements.md``, "Minimum commitments",
 from __future__ import annotations
 
 import datetime as dt
+from typing import TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from reporting.billing import accounts, manual_lines, periods
-from reporting.db.account_models import AccountLine, AccountMembership
+from reporting.db.account_models import (
+    AccountCommitment,
+    AccountDiscount,
+    AccountLine,
+    AccountMembership,
+)
 from reporting.db.billing_models import BillingPeriod
+
+# A kind of dated term: its rows hold the account and the instant they take effect.
+Term = TypeVar("Term", AccountCommitment, AccountDiscount)
+
+
+def of_account(session: Session, kind: type[Term], account: str) -> list[Term]:
+    """``account``'s terms of ``kind``, by ``effective_from``."""
+    return listed(session, kind, account, None, None)
+
+
+def listed(session: Session, kind: type[Term], account: str, after: dt.datetime | None,
+           limit: int | None) -> list[Term]:
+    """A page of ``account``'s terms of ``kind`` by ``effective_from``, after ``after``
+    (None: from the first; ``limit`` None: all)."""
+    query = (sa.select(kind).where(kind.account_id == account)
+             .order_by(kind.effective_from).limit(limit))
+    if after is not None:
+        query = query.where(kind.effective_from > after)
+    return list(session.execute(query).scalars())
+
+
+def latest(session: Session, kind: type[Term], account: str, at: dt.datetime) -> Term | None:
+    """``account``'s term of ``kind`` that took effect last at or before ``at``."""
+    query = (sa.select(kind)
+             .where(kind.account_id == account, kind.effective_from <= at)
+             .order_by(kind.effective_from.desc()).limit(1))
+    return session.execute(query).scalars().first()
+
+
+class TermRefused(ValueError):
+    """A valid term that cannot be stored given what is stored (409); ``code`` says
+    why."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class MonthStartError(ValueError):

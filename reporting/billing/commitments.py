@@ -18,7 +18,6 @@ import re
 from decimal import Decimal
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from mapping.event import format_timestamp
@@ -36,13 +35,8 @@ class CommitmentError(ValueError):
     """An invalid commitment document (400)."""
 
 
-class CommitmentRefused(ValueError):
-    """A valid document that cannot be stored given what is stored (409); ``code``
-    says why."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+class CommitmentRefused(account_terms.TermRefused):
+    """A valid document that cannot be stored given what is stored (409)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,29 +86,19 @@ def _minimum(value: object, code: str, places: int) -> Decimal:
 
 def of_account(session: Session, account: str) -> list[AccountCommitment]:
     """``account``'s commitments, by ``effective_from``."""
-    query = (sa.select(AccountCommitment).where(AccountCommitment.account_id == account)
-             .order_by(AccountCommitment.effective_from))
-    return list(session.execute(query).scalars())
+    return account_terms.of_account(session, AccountCommitment, account)
 
 
 def listed(session: Session, account: str, after: dt.datetime | None, limit: int
            ) -> list[AccountCommitment]:
     """A page of ``account``'s commitments by ``effective_from``, after ``after``."""
-    query = (sa.select(AccountCommitment).where(AccountCommitment.account_id == account)
-             .order_by(AccountCommitment.effective_from).limit(limit))
-    if after is not None:
-        query = query.where(AccountCommitment.effective_from > after)
-    return list(session.execute(query).scalars())
+    return account_terms.listed(session, AccountCommitment, account, after, limit)
 
 
 def in_force(session: Session, account: str, at: dt.datetime) -> AccountCommitment | None:
-    """The commitment of ``account`` in force at ``at``; None when there is none or
-    the one in force has a minimum of zero (it ended the one before)."""
-    query = (sa.select(AccountCommitment)
-             .where(AccountCommitment.account_id == account,
-                    AccountCommitment.effective_from <= at)
-             .order_by(AccountCommitment.effective_from.desc()).limit(1))
-    row = session.execute(query).scalars().first()
+    """The commitment of ``account`` in force at ``at``; None when there is none or the
+    one in force has a minimum of zero (it ended the one before)."""
+    row = account_terms.latest(session, AccountCommitment, account, at)
     return None if row is None or row.minimum == 0 else row
 
 

@@ -21,7 +21,6 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from mapping.event import format_timestamp
@@ -41,13 +40,8 @@ class DiscountError(ValueError):
     """An invalid discount document (400)."""
 
 
-class DiscountRefused(ValueError):
-    """A valid document that cannot be stored given what is stored (409); ``code``
-    says why."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+class DiscountRefused(account_terms.TermRefused):
+    """A valid document that cannot be stored given what is stored (409)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,29 +91,19 @@ def _reason(value: object) -> str:
 
 def of_account(session: Session, account: str) -> list[AccountDiscount]:
     """``account``'s discounts, by ``effective_from``."""
-    query = (sa.select(AccountDiscount).where(AccountDiscount.account_id == account)
-             .order_by(AccountDiscount.effective_from))
-    return list(session.execute(query).scalars())
+    return account_terms.of_account(session, AccountDiscount, account)
 
 
 def listed(session: Session, account: str, after: dt.datetime | None, limit: int
            ) -> list[AccountDiscount]:
     """A page of ``account``'s discounts by ``effective_from``, after ``after``."""
-    query = (sa.select(AccountDiscount).where(AccountDiscount.account_id == account)
-             .order_by(AccountDiscount.effective_from).limit(limit))
-    if after is not None:
-        query = query.where(AccountDiscount.effective_from > after)
-    return list(session.execute(query).scalars())
+    return account_terms.listed(session, AccountDiscount, account, after, limit)
 
 
 def in_force(session: Session, account: str, at: dt.datetime) -> AccountDiscount | None:
     """The discount of ``account`` in force at ``at``; None when there is none or the
     one in force has a percent of zero (it ended the one before)."""
-    query = (sa.select(AccountDiscount)
-             .where(AccountDiscount.account_id == account,
-                    AccountDiscount.effective_from <= at)
-             .order_by(AccountDiscount.effective_from.desc()).limit(1))
-    row = session.execute(query).scalars().first()
+    row = account_terms.latest(session, AccountDiscount, account, at)
     return None if row is None or row.percent == 0 else row
 
 
