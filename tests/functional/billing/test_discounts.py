@@ -7,12 +7,8 @@ storing nothing, and a closed period's account statement never changing
 
 from __future__ import annotations
 
-import concurrent.futures
 import csv
-import datetime as dt
 import io
-import threading
-import time
 from typing import Any
 
 import pytest
@@ -20,9 +16,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting.billing import accounts, closing, discounts, versions
-from reporting.db import engine as db_engine
-from tests.functional.billing.history import ACCEPT, ACCEPT_ALL, PRICES, october, seed
+from reporting.billing import discounts
+from tests.functional.billing.close_in_flight import add_during_the_close
+from tests.functional.billing.history import ACCEPT, PRICES, october, seed
 from tests.functional.reporting.fixtures import auth
 from tests.functional.reporting.query_fixtures import assert_contract
 
@@ -260,48 +256,12 @@ def test_a_discount_waits_for_the_close_in_flight(pg_migrated_database: str,
     """PostgreSQL, two transactions: a discount asked for while October is being
     closed waits for the close, then is refused: October's account statement was
     closed without it and never changes."""
-    now = dt.datetime(2026, 12, 15)
-    engine = db_engine.make_engine(pg_migrated_database, pool_size=4)
-    factory = db_engine.make_sessionmaker(engine)
     document = {"effective_from": OCT_START, "percent": "12.5", "reason": "agreed"}
-    try:
-        with factory() as session:
-            for prices in PRICES:
-                versions.add(session, "default", prices, "test", now)
-            accounts.add(session, {"account_id": "acme"}, "test", now)
-            accounts.add_membership(session, "acme", {
-                "cloud": "c1", "project_id": "p2", "effective_from": OCT_START}, "test", now)
-            session.commit()
-        seed(factory, october())
-        inside, release = threading.Event(), threading.Event()
-        original = closing._close_in
-
-        def slow_close(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            inside.set()
-            release.wait(120)  # only a guard against a hang
-            return result
-
-        monkeypatch.setattr(closing, "_close_in", slow_close)
-
-        def add() -> Any:
-            with factory() as session, session.begin():
-                return discounts.add_excluding_closes(session, "acme", document, "test", now)
-
-        with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            closing_now = pool.submit(closing.close, factory, "c1", OCT, "test", now,
-                                      ACCEPT_ALL)
-            try:
-                assert inside.wait(120)
-                adding = pool.submit(add)
-                time.sleep(0.5)
-                assert not adding.done(), "the discount must wait for the close in flight"
-            finally:
-                release.set()
-            assert closing_now.result(60).created
-            with pytest.raises(discounts.DiscountRefused, match="2026-10 is closed"):
-                adding.result(60)
-        with factory() as session:
-            assert discounts.of_account(session, "acme") == []
-    finally:
-        engine.dispose()
+    raised, left = add_during_the_close(
+        pg_migrated_database, monkeypatch,
+        lambda session, now: discounts.add_excluding_closes(session, "acme", document,
+                                                            "test", now),
+        lambda session: discounts.of_account(session, "acme"), what="the discount")
+    assert isinstance(raised, discounts.DiscountRefused), raised
+    assert "2026-10 is closed" in str(raised)
+    assert left == []

@@ -6,21 +6,17 @@ reversal booked on a later period, and every refusal storing nothing
 
 from __future__ import annotations
 
-import concurrent.futures
 import csv
-import datetime as dt
 import io
-import threading
-import time
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting.billing import accounts, closing, manual_lines, versions
-from reporting.db import engine as db_engine
-from tests.functional.billing.history import ACCEPT, ACCEPT_ALL, PRICES, october, seed
+from reporting.billing import manual_lines
+from tests.functional.billing.close_in_flight import add_during_the_close
+from tests.functional.billing.history import ACCEPT, PRICES, october, seed
 from tests.functional.reporting.fixtures import auth
 
 ADMIN, READ = auth("admin"), auth("read")
@@ -262,46 +258,12 @@ def test_a_booking_waits_for_the_close_in_flight(pg_migrated_database: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """PostgreSQL, two transactions: a line asked for while October is being closed
     waits for the close, then is refused; nothing slips in beside the frozen month."""
-    now = dt.datetime(2026, 12, 15)
-    engine = db_engine.make_engine(pg_migrated_database, pool_size=4)
-    factory = db_engine.make_sessionmaker(engine)
-    try:
-        with factory() as session:
-            for document in PRICES:
-                versions.add(session, "default", document, "test", now)
-            accounts.add(session, {"account_id": "acme"}, "test", now)
-            session.commit()
-        seed(factory, october())
-        inside, release = threading.Event(), threading.Event()
-        original = closing._close_in
-
-        def slow_close(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            inside.set()
-            release.wait(120)  # only a guard against a hang
-            return result
-
-        monkeypatch.setattr(closing, "_close_in", slow_close)
-
-        def book() -> Any:
-            with factory() as session, session.begin():
-                return manual_lines.book_excluding_closes(
-                    session, "acme", _line("credit", "1.00", "during the close"), "test", now)
-
-        with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            closing_now = pool.submit(closing.close, factory, "c1", OCT, "test", now,
-                                      ACCEPT_ALL)
-            try:
-                assert inside.wait(120)
-                booking = pool.submit(book)
-                time.sleep(0.5)
-                assert not booking.done(), "the booking must wait for the close in flight"
-            finally:
-                release.set()
-            assert closing_now.result(60).created
-            with pytest.raises(manual_lines.LineRefused, match="is closed"):
-                booking.result(60)
-        with factory() as session:
-            assert manual_lines.of_period(session, "acme", OCT) == []
-    finally:
-        engine.dispose()
+    raised, left = add_during_the_close(
+        pg_migrated_database, monkeypatch,
+        lambda session, now: manual_lines.book_excluding_closes(
+            session, "acme", _line("credit", "1.00", "during the close"), "test", now),
+        lambda session: manual_lines.of_period(session, "acme", OCT), holding_p2=False,
+        what="the booking")
+    assert isinstance(raised, manual_lines.LineRefused), raised
+    assert "is closed" in str(raised)
+    assert left == []
