@@ -1,7 +1,7 @@
 """The billing writes of ``tally`` as ``openstack tally`` commands (admin): ``account
 create``, ``account membership create``, ``account line create|reverse``, ``account
-commitment create``, ``account discount create``, ``period close`` and ``delivery
-redeliver``.
+commitment create``, ``account discount create``, ``period close``, ``delivery
+redeliver`` and ``price list create``.
 
 Each sends the request ``tally``'s own function sends (``tallyclient.cli.billing``:
 amounts, minimums and percents as typed, never a float) and shows what the API
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from cliff.show import ShowOne
+from osc_lib import exceptions
 
 from tallyclient.cli import billing, commands
 from tallyclient.cli.http import ApiClient
@@ -171,3 +172,18 @@ class RedeliverDelivery(_BillingWrite):
     send = billing.period_redeliver
     positionals = (CLOUD, PERIOD,
                    ("delivery", "<delivery-id>", "the delivery's id (delivery list)"))
+
+
+class CreatePriceList(_BillingWrite):
+    """Add a price list version of a cloud (or default) from a YAML or JSON file, its
+    numbers sent as the text they are written as (admin)."""
+
+    send = billing.price_list_put
+    positionals = (("cloud", "<cloud>", "a cloud, or default"),
+                   ("file", "<file>", "the price list document, YAML or JSON (.json)"))
+
+    def take_action(self, parsed_args: argparse.Namespace) -> tuple[Any, Any]:
+        try:
+            return super().take_action(parsed_args)
+        except billing.DocumentError as exc:
+            raise exceptions.CommandError(str(exc)) from None
