@@ -1,6 +1,7 @@
 """The ``openstack tally`` billing reads (account, period, delivery), run as the real
 ``openstack`` command against a running tally-reporting: an account holding the member
-project, a credit booked on it, then November closed."""
+project, a credit booked on it, then November closed; and the admin writes, each
+stored object read back through the API."""
 
 from __future__ import annotations
 
@@ -247,7 +248,7 @@ def test_delivery_list(billed: KeystoneCloud) -> None:
 
 
 # The writes (admin). They touch only what the reads above do not look at (the account
-# globex, the cloud sim2, December's open period), so the reads hold whichever runs first.
+# globex, the clouds sim2 and sim3, December's open period), so the reads hold whichever runs first.
 DECEMBER = "2026-12"
 
 
@@ -264,20 +265,26 @@ def _api(cloud: KeystoneCloud, path: str, **params: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def globex(billed: KeystoneCloud) -> str:
-    """The account globex, created with ``openstack tally account create``."""
+def created(billed: KeystoneCloud) -> dict[str, Any]:
+    """The account globex, created with ``openstack tally account create``: as shown."""
     done = openstack(billed, "sim-admin", "account", "create", "globex", "--description",
                      "Globex", "-f", "json")
     assert done.returncode == 0, done.stderr
-    shown = json.loads(done.stdout)
-    assert (shown["account_id"], shown["description"]) == ("globex", "Globex")
-    assert shown["created_by"] and shown["created_at"]
-    return "globex"
+    shown: dict[str, Any] = json.loads(done.stdout)
+    return shown
 
 
-def test_account_create(billed: KeystoneCloud, globex: str) -> None:
-    stored = _api(billed, f"/v1/accounts/{globex}")
-    assert (stored["description"], stored["memberships"]) == ("Globex", [])
+@pytest.fixture(scope="module")
+def globex(created: dict[str, Any]) -> str:
+    return str(created["account_id"])
+
+
+def test_account_create(billed: KeystoneCloud, created: dict[str, Any]) -> None:
+    assert set(created) == {"account_id", "description", "created_at", "created_by"}
+    assert (created["account_id"], created["description"]) == ("globex", "Globex")
+    stored = _api(billed, "/v1/accounts/globex")
+    # Its memberships are test_account_membership_create's, whichever runs first.
+    assert {name: stored[name] for name in created} == created
     done = openstack(billed, "sim-admin", "account", "create", "acme")
     _refused(done, "409 conflict")
     done = openstack(billed, "sim-auditor", "account", "create", "initech")
@@ -406,3 +413,28 @@ def test_delivery_redeliver(billing_cloud: tuple[KeystoneCloud, str],
     assert (stored["id"], stored["status"]) == (number, "pending")
     done = openstack(billed, "sim-admin", "delivery", "redeliver", "sim2", MONTH, "999999")
     _refused(done, "404 not_found")
+
+
+def test_price_list_create(billed: KeystoneCloud, tmp_path: Path) -> None:
+    """A price list of sim3's own (no cloud the tests above rate)."""
+    path = tmp_path / "prices.yaml"
+    path.write_text("effective_from: 2026-12-01T00:00:00Z\ncurrency: EUR\n"
+                    "rates:\n  instance: {per: hour, by_flavor: {m1.small: 0.020}}\n")
+    done = openstack(billed, "sim-admin", "price", "list", "create", "sim3", str(path),
+                     "-f", "json")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert (shown["version"], shown["currency"]) == ("sim3/1", "EUR")
+    (stored,) = _api(billed, "/v1/price-lists/sim3")["items"]
+    assert stored["version"] == "sim3/1"
+    # The YAML number reached the API as the text written, never as a float.
+    assert stored["document"]["rates"]["instance"]["by_flavor"]["m1.small"] == "0.020"
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"effective_from": "2027-01-01T00:00:00Z", "currency": "EUR", '
+                   '"rates": {}, "oops": 1}')
+    done = openstack(billed, "sim-admin", "price", "list", "create", "sim3", str(bad))
+    _refused(done, "400 invalid_price_list")
+    done = openstack(billed, "sim-admin", "price", "list", "create", "sim3",
+                     str(tmp_path / "missing.yaml"))
+    _refused(done, "cannot read ")
+    assert len(_api(billed, "/v1/price-lists/sim3")["items"]) == 1
