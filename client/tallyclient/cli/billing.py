@@ -395,7 +395,7 @@ def _register_discounts(verbs: Any, common: argparse.ArgumentParser) -> None:
     listing.set_defaults(handler=account_discounts)
 
 
-def _positive(text: str) -> int:
+def positive_line(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"a line number is a positive integer (got {text!r})")
     return int(text)
@@ -420,7 +420,7 @@ def _register_lines(verbs: Any, common: argparse.ArgumentParser) -> None:
                                help="reverse a credit or charge by a line of the opposite "
                                "kind (admin); lines are never edited or removed")
     reverse.add_argument("account")
-    reverse.add_argument("line", type=_positive, help="the number of the line to reverse")
+    reverse.add_argument("line", type=positive_line, help="the number of the line to reverse")
     reverse.add_argument("--reason", required=True)
     reverse.add_argument("--period", metavar="YYYY-MM",
                          help="the open period to book it on (default: the line's)")

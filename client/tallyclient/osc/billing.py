@@ -2,8 +2,8 @@
 ``account commitment list``, ``account discount list``,
 ``period list|export`` and ``delivery list``: the billing reads of ``tally``.
 
-Read-only on purpose: closing a period, booking credits and charges, adding accounts
-stay with the ``tally`` CLI. Each command asks the API through ``tally``'s own
+The writes (closing a period, booking credits and charges, adding accounts, ...) are
+in ``tallyclient.osc.writes``. Each command asks the API through ``tally``'s own
 functions (``tallyclient.cli.billing``, which follow ``next_marker`` across pages) and
 hands cliff the same columns ``tally`` prints: in a table or as text (csv, value) every
 cell is written as ``tally`` writes it (``-`` for null, ``true``/``false``, ``k=v``);

@@ -1,6 +1,7 @@
 """The ``openstack tally`` billing reads (account, period, delivery), run as the real
 ``openstack`` command against a running tally-reporting: an account holding the member
-project, a credit booked on it, then November closed."""
+project, a credit booked on it, then November closed; and the admin writes, each
+stored object read back through the API."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from sqlalchemy.orm import Session
 from reporting.db.handoff_models import WebhookAttempt, WebhookDelivery
 from tests.conftest import sqlite_copy
 from tests.functional.billing.history import PRICES
-from tests.functional.openstack.cloud import KeystoneCloud, keystone_cloud
+from tests.functional.openstack.cloud import KeystoneCloud, event, keystone_cloud
 from tests.functional.openstack.test_openstack_plugin import openstack
 
 MONTH = "2026-11"
@@ -34,20 +35,22 @@ def _post(cloud: KeystoneCloud, token: str, path: str, body: dict[str, Any]) -> 
     return response.json()
 
 
-def _failed_delivery(url: str) -> None:
+def _failed_delivery(url: str, cloud: str = "sim") -> int:
     """A webhook delivery of the close that failed once (no webhook is configured here,
-    so the close queued none): what an operator looks at with ``delivery list``."""
+    so the close queued none): what an operator looks at with ``delivery list``; its id."""
     at = dt.datetime(2026, 12, 1, 3, 0, 0)
     engine = create_engine(url)
     with Session(engine) as session, session.begin():
-        delivery = WebhookDelivery(cloud="sim", period=MONTH, event="period.closed",
+        delivery = WebhookDelivery(cloud=cloud, period=MONTH, event="period.closed",
                                    body="{}", created_at=at, status="failed", attempts=1,
                                    retry_from=0, next_attempt_at=at)
         session.add(delivery)
         session.flush()
         session.add(WebhookAttempt(delivery_id=delivery.id, number=1, attempted_at=at,
                                    status_code=None, error="connection refused"))
+        number = delivery.id
     engine.dispose()
+    return number
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +96,9 @@ def money_text(value: Decimal) -> str:
 def test_account_list_and_show(billed: KeystoneCloud) -> None:
     done = openstack(billed, "sim-auditor", "account", "list", "-f", "json")
     assert done.returncode == 0, done.stderr
-    (account,) = json.loads(done.stdout)
-    assert (account["account_id"], account["description"]) == ("acme", "Acme")
+    # The write tests below may add accounts of their own first (each worker's order).
+    accounts = {row["account_id"]: row for row in json.loads(done.stdout)}
+    assert accounts["acme"]["description"] == "Acme"
     done = openstack(billed, "sim-admin", "account", "list")
     assert done.returncode == 0 and "| acme " in done.stdout and "None" not in done.stdout
     done = openstack(billed, "sim-auditor", "account", "show", "acme", "-f", "json")
@@ -241,3 +245,196 @@ def test_delivery_list(billed: KeystoneCloud) -> None:
     assert (row["status"], row["delivered_at"]) == ("failed", "-")
     done = openstack(billed, "sim-auditor", "delivery", "list", "sim", MONTH)
     assert done.returncode == 1 and "403 forbidden" in done.stderr
+
+
+# The writes (admin). They touch only what the reads above do not look at (the account
+# globex, the clouds sim2 and sim3, December's open period), so the reads hold whichever runs first.
+DECEMBER = "2026-12"
+
+
+def _refused(done: Any, status: str) -> None:
+    """An API refusal: the API's status and code on one line, exit 1."""
+    assert done.returncode == 1 and status in done.stderr, (done.returncode, done.stderr)
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def _api(cloud: KeystoneCloud, path: str, **params: str) -> Any:
+    response = cloud.get(path, cloud.token("admin"), **params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+@pytest.fixture(scope="module")
+def created(billed: KeystoneCloud) -> dict[str, Any]:
+    """The account globex, created with ``openstack tally account create``: as shown."""
+    done = openstack(billed, "sim-admin", "account", "create", "globex", "--description",
+                     "Globex", "-f", "json")
+    assert done.returncode == 0, done.stderr
+    shown: dict[str, Any] = json.loads(done.stdout)
+    return shown
+
+
+@pytest.fixture(scope="module")
+def globex(created: dict[str, Any]) -> str:
+    return str(created["account_id"])
+
+
+def test_account_create(billed: KeystoneCloud, created: dict[str, Any]) -> None:
+    assert set(created) == {"account_id", "description", "created_at", "created_by"}
+    assert (created["account_id"], created["description"]) == ("globex", "Globex")
+    stored = _api(billed, "/v1/accounts/globex")
+    # Its memberships are test_account_membership_create's, whichever runs first.
+    assert {name: stored[name] for name in created} == created
+    done = openstack(billed, "sim-admin", "account", "create", "acme")
+    _refused(done, "409 conflict")
+    done = openstack(billed, "sim-auditor", "account", "create", "initech")
+    _refused(done, "403 forbidden")
+    assert billed.get("/v1/accounts/initech", billed.token("admin")).status_code == 404
+
+
+def test_account_membership_create(billed: KeystoneCloud, globex: str) -> None:
+    done = openstack(billed, "sim-admin", "account", "membership", "create", globex,
+                     "--cloud", "sim", "--project", billed.other_project,
+                     "--effective-from", "2026-12-01T00:00:00Z")
+    assert done.returncode == 0, done.stderr
+    assert f"| {billed.other_project} " in done.stdout and "None" not in done.stdout
+    (member,) = _api(billed, f"/v1/accounts/{globex}")["memberships"]
+    assert (member["cloud"], member["project_id"], member["effective_from"]) == (
+        "sim", billed.other_project, "2026-12-01T00:00:00.000000Z")
+    done = openstack(billed, "sim-admin", "account", "membership", "create", "nobody",
+                     "--cloud", "sim", "--project", billed.other_project,
+                     "--effective-from", "2026-12-01T00:00:00Z")
+    _refused(done, "404 not_found")
+
+
+def test_account_line_create_and_reverse(billed: KeystoneCloud, globex: str) -> None:
+    done = openstack(billed, "sim-admin", "account", "line", "create", globex,
+                     "--kind", "charge", "--cloud", "sim", "--period", DECEMBER,
+                     "--amount", "5.10", "--reason", "setup fee",
+                     "--effective-at", "2026-12-02T00:00:00Z", "-f", "json")
+    assert done.returncode == 0, done.stderr
+    booked = json.loads(done.stdout)
+    assert (booked["kind"], booked["amount"], booked["reason"], booked["reverses"]) == (
+        "charge", "5.10", "setup fee", None)
+    done = openstack(billed, "sim-admin", "account", "line", "reverse", globex,
+                     str(booked["line"]), "--reason", "waived", "-f", "json")
+    assert done.returncode == 0, done.stderr
+    reversal = json.loads(done.stdout)
+    assert (reversal["kind"], reversal["amount"], reversal["reverses"]) == (
+        "credit", "-5.10", booked["line"])
+    stored = _api(billed, f"/v1/accounts/{globex}/lines")["items"]
+    assert [(line["line"], line["amount"], line["reversed_by"]) for line in stored] == [
+        (booked["line"], "5.10", reversal["line"]), (reversal["line"], "-5.10", None)]
+    # November is closed: nothing more is booked on it.
+    done = openstack(billed, "sim-admin", "account", "line", "create", "acme",
+                     "--kind", "credit", "--cloud", "sim", "--period", MONTH,
+                     "--amount", "1.00", "--reason", "late", "--effective-at",
+                     "2026-11-21T00:00:00Z")
+    _refused(done, "409 period_closed")
+    done = openstack(billed, "sim-admin", "account", "line", "reverse", globex,
+                     str(booked["line"]), "--reason", "twice")
+    _refused(done, "409 already_reversed")
+    assert len(_api(billed, f"/v1/accounts/{globex}/lines")["items"]) == 2
+
+
+def test_account_commitment_create(billed: KeystoneCloud, globex: str) -> None:
+    done = openstack(billed, "sim-admin", "account", "commitment", "create", globex,
+                     "--effective-from", "2026-12-01T00:00:00Z", "--currency", "EUR",
+                     "--minimum", "50.00", "-f", "json")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert (shown["account_id"], shown["currency"], shown["minimum"]) == (
+        globex, "EUR", "50.00")
+    (stored,) = _api(billed, f"/v1/accounts/{globex}/commitments")["items"]
+    assert (stored["effective_from"], stored["currency"], stored["minimum"]) == (
+        "2026-12-01T00:00:00.000000Z", "EUR", "50.00")
+    done = openstack(billed, "sim-admin", "account", "commitment", "create", globex,
+                     "--effective-from", "2027-01-01T00:00:00Z", "--currency", "EUR",
+                     "--minimum", "-1")
+    _refused(done, "400 invalid_commitment")
+    assert len(_api(billed, f"/v1/accounts/{globex}/commitments")["items"]) == 1
+
+
+def test_account_discount_create(billed: KeystoneCloud, globex: str) -> None:
+    done = openstack(billed, "sim-admin", "account", "discount", "create", globex,
+                     "--effective-from", "2026-12-01T00:00:00Z", "--percent", "7.25",
+                     "--reason", "pilot")
+    assert done.returncode == 0, done.stderr
+    assert "| 7.25 " in done.stdout and "| pilot " in done.stdout
+    (stored,) = _api(billed, f"/v1/accounts/{globex}/discounts")["items"]
+    assert (stored["effective_from"], stored["percent"], stored["reason"]) == (
+        "2026-12-01T00:00:00.000000Z", "7.25", "pilot")
+    done = openstack(billed, "sim-admin", "account", "discount", "create", globex,
+                     "--effective-from", "2027-01-01T00:00:00Z", "--percent", "101",
+                     "--reason", "too much")
+    _refused(done, "400 invalid_discount")
+    assert len(_api(billed, f"/v1/accounts/{globex}/discounts")["items"]) == 1
+
+
+def test_period_close(billed: KeystoneCloud) -> None:
+    """A cloud of its own (sim2) whose history begins inside November."""
+    instance = {**event(3, billed.other_project), "cloud": "sim2",
+                "timestamp": "2026-11-10T00:00:00Z"}
+    response = requests.post(billed.api.base_url + "/v1/events", json={"events": [instance]},
+                             headers={"X-Auth-Token": billed.token("collector")}, timeout=60)
+    assert response.status_code == 200, response.text
+    done = openstack(billed, "sim-admin", "period", "close", "sim2", MONTH)
+    _refused(done, "409 partial_history")
+    assert _api(billed, "/v1/periods/sim2")["items"][-1]["status"] == "open"
+    done = openstack(billed, "sim-admin", "period", "close", "sim2", MONTH,
+                     "--accept-partial-history", "--accept-unrated-lines", "-f", "json")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert (shown["period"], shown["status"]) == (MONTH, "closed")
+    assert shown["accepted"].startswith("history from "), shown
+    (stored,) = [row for row in _api(billed, "/v1/periods/sim2")["items"]
+                 if row["period"] == MONTH]
+    assert (stored["status"], stored["closed_at"], stored["accepted_partial_history_from"]) == (
+        "closed", shown["closed_at"], "2026-11-10T00:00:00.000000Z")
+    # A close is idempotent: a second one answers the closed period as it was closed.
+    done = openstack(billed, "sim-admin", "period", "close", "sim2", MONTH, "-f", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["closed_at"] == shown["closed_at"]
+    # An open period that has not ended is refused.
+    done = openstack(billed, "sim-admin", "period", "close", "sim2", DECEMBER)
+    _refused(done, "409 period_not_ended")
+
+
+def test_delivery_redeliver(billing_cloud: tuple[KeystoneCloud, str],
+                            billed: KeystoneCloud) -> None:
+    """A failed delivery of sim2's own (delivery list above reads sim's)."""
+    number = _failed_delivery(billing_cloud[1], cloud="sim2")
+    done = openstack(billed, "sim-admin", "delivery", "redeliver", "sim2", MONTH, str(number),
+                     "-f", "json")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert (shown["id"], shown["status"], shown["attempts"]) == (number, "pending", 1)
+    (stored,) = _api(billed, f"/v1/periods/sim2/{MONTH}/deliveries")["items"]
+    assert (stored["id"], stored["status"]) == (number, "pending")
+    done = openstack(billed, "sim-admin", "delivery", "redeliver", "sim2", MONTH, "999999")
+    _refused(done, "404 not_found")
+
+
+def test_price_list_create(billed: KeystoneCloud, tmp_path: Path) -> None:
+    """A price list of sim3's own (no cloud the tests above rate)."""
+    path = tmp_path / "prices.yaml"
+    path.write_text("effective_from: 2026-12-01T00:00:00Z\ncurrency: EUR\n"
+                    "rates:\n  instance: {per: hour, by_flavor: {m1.small: 0.020}}\n")
+    done = openstack(billed, "sim-admin", "price", "list", "create", "sim3", str(path),
+                     "-f", "json")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert (shown["version"], shown["currency"]) == ("sim3/1", "EUR")
+    (stored,) = _api(billed, "/v1/price-lists/sim3")["items"]
+    assert stored["version"] == "sim3/1"
+    # The YAML number reached the API as the text written, never as a float.
+    assert stored["document"]["rates"]["instance"]["by_flavor"]["m1.small"] == "0.020"
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"effective_from": "2027-01-01T00:00:00Z", "currency": "EUR", '
+                   '"rates": {}, "oops": 1}')
+    done = openstack(billed, "sim-admin", "price", "list", "create", "sim3", str(bad))
+    _refused(done, "400 invalid_price_list")
+    done = openstack(billed, "sim-admin", "price", "list", "create", "sim3",
+                     str(tmp_path / "missing.yaml"))
+    _refused(done, "cannot read ")
+    assert len(_api(billed, "/v1/price-lists/sim3")["items"]) == 1
