@@ -161,6 +161,14 @@ class ListAccountDiscount(_BillingList):
     positionals = (ACCOUNT,)
 
 
+class ShowPriceList(_BillingList):
+    """List a price list's versions, oldest first (read role; CLOUD may be ``default``):
+    ``tally price-list show``."""
+
+    fetch = billing.price_list_show
+    positionals = (CLOUD,)
+
+
 class ListPeriod(_BillingList):
     """List a cloud's periods: status, who closed them, the cutoff."""
 

@@ -230,6 +230,24 @@ def test_period_list_and_export(billed: KeystoneCloud) -> None:
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
+def test_price_list_show(billed: KeystoneCloud) -> None:
+    done = openstack(billed, "sim-member", "price", "list", "show", "default", "-f", "json")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    stored = _api(billed, "/v1/price-lists/default")["items"]
+    assert [row["version"] for row in shown] == [item["version"] for item in stored]
+    assert len(shown) == len(PRICES)
+    assert {row["currency"] for row in shown} == {item["currency"] for item in stored}
+    done = openstack(billed, "sim-member", "price", "list", "show", "default")
+    assert done.returncode == 0 and "| version " in done.stdout and "None" not in done.stdout
+    # A cloud without a list of its own has no versions (the default prices it).
+    done = openstack(billed, "sim-member", "price", "list", "show", "sim9", "-f", "json")
+    assert (done.returncode, json.loads(done.stdout)) == (0, []), done.stderr
+    done = openstack(billed, "sim-member", "price", "list", "show", "c" * 256)
+    assert done.returncode == 1 and "400 bad_request" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
 def test_delivery_list(billed: KeystoneCloud) -> None:
     done = openstack(billed, "sim-admin", "delivery", "list", "sim", MONTH, "-f", "json")
     assert done.returncode == 0, done.stderr
