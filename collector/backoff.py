@@ -37,6 +37,13 @@ class Backoff:
         self._failures = 0  # consecutive failures counted so far
         self._resume_at = -float("inf")  # clock() before which nothing is sent
 
+    @property
+    def failures(self) -> int:
+        """The consecutive failures counted so far (those that joined a running pause
+        are not counted: see the module's docstring)."""
+        with self._lock:
+            return self._failures
+
     def next_delay(self, retry_after: float | None = None) -> float:
         """Count one more failure and answer its pause (without starting it)."""
         with self._lock:
