@@ -7,8 +7,6 @@ commitments")."""
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 import pytest
@@ -16,30 +14,20 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing import commitments
+from tests.functional.billing.account_terms_setup import (
+    ADMIN,
+    NOV,
+    NOV_START,
+    OCT,
+    OCT_START,
+    READ,
+    csv_totals,
+    statement,
+    totals,
+    two_accounts,
+)
 from tests.functional.billing.close_in_flight import add_during_the_close
-from tests.functional.billing.history import ACCEPT, PRICES, october, seed
-from tests.functional.reporting.fixtures import auth
-
-ADMIN, READ = auth("admin"), auth("read")
-OCT, NOV = "2026-10", "2026-11"
-OCT_START, NOV_START = "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z"
-
-
-def _setup(client: FlaskClient, factory: sessionmaker[Session]) -> None:
-    """acme's October is 0.82 of usage (p1's first 5 h, 0.10; p2's day, 0.72), its
-    November 0.00 (p2 still in it); beta's October 1.80."""
-    for document in PRICES:
-        assert client.put("/v1/price-lists/default", json=document, headers=ADMIN
-                          ).status_code == 201
-    seed(factory, october())
-    for name in ("acme", "beta"):
-        assert client.post("/v1/accounts", headers=ADMIN,
-                           json={"account_id": name}).status_code == 201
-    for account, project, at in (("acme", "p1", "2026-09-01T00:00:00Z"),
-                                 ("acme", "p2", OCT_START),
-                                 ("beta", "p1", "2026-10-02T05:00:00Z")):
-        assert client.post(f"/v1/accounts/{account}/memberships", headers=ADMIN, json={
-            "cloud": "c1", "project_id": project, "effective_from": at}).status_code == 201
+from tests.functional.billing.history import ACCEPT
 
 
 def _commit(client: FlaskClient, at: str, minimum: str, currency: str = "EUR",
@@ -54,35 +42,15 @@ def _committed(client: FlaskClient, at: str, minimum: str, **extra: Any) -> dict
     return response.get_json()  # type: ignore[no-any-return]
 
 
-def _statement(client: FlaskClient, period: str = OCT, account: str = "acme",
-               **headers: str) -> Any:
-    response = client.get(f"/v1/accounts/{account}/statement?period={period}",
-                          headers={**READ, **headers})
-    assert response.status_code == 200, response.get_data(as_text=True)
-    return response
-
-
-def _totals(client: FlaskClient, period: str = OCT, account: str = "acme"
-            ) -> list[dict[str, Any]]:
-    return _statement(client, period, account).get_json()["totals"]  # type: ignore[no-any-return]
-
-
-def _csv_totals(client: FlaskClient, period: str = OCT) -> list[tuple[str, str, str]]:
-    rows = csv.DictReader(io.StringIO(
-        _statement(client, period, Accept="text/csv").get_data(as_text=True)))
-    return [(r["record"], r["currency"], r["value"]) for r in rows
-            if r["record"].startswith("account_") and r["record"] != "account_id"]
-
-
 def test_a_minimum_tops_up_the_usage_before_the_credits(
         client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
-    _setup(client, session_factory)
+    two_accounts(client, session_factory)
     added = _committed(client, OCT_START, "5")
     assert (added["account_id"], added["effective_from"], added["currency"],
             added["minimum"]) == ("acme", "2026-10-01T00:00:00.000000Z", "EUR", "5.00")
     assert added["created_by"].startswith("token:")
     # 0.82 of usage under a minimum of 5.00: a shortfall of 4.18, 5.00 in all.
-    assert _totals(client) == [{
+    assert totals(client) == [{
         "currency": "EUR", "subtotal": "0.82", "adjustments_total": "0.00",
         "commitment": {"effective_from": "2026-10-01T00:00:00.000000Z", "minimum": "5.00",
                        "shortfall": "4.18"},
@@ -91,10 +59,10 @@ def test_a_minimum_tops_up_the_usage_before_the_credits(
     assert client.post("/v1/accounts/acme/lines", headers=ADMIN, json={
         "kind": "credit", "cloud": "c1", "period": OCT, "amount": "1.50", "reason": "outage",
         "effective_at": "2026-10-20T00:00:00Z"}).status_code == 201
-    (total,) = _totals(client)
+    (total,) = totals(client)
     assert (total["commitment"]["shortfall"], total["manual_total"], total["total"]) == (
         "4.18", "-1.50", "3.50")
-    assert _csv_totals(client) == [
+    assert csv_totals(client) == [
         ("account_subtotal", "EUR", "0.82"), ("account_adjustments_total", "EUR", "0.00"),
         ("account_commitment_effective_from", "EUR", "2026-10-01T00:00:00.000000Z"),
         ("account_commitment_minimum", "EUR", "5.00"),
@@ -102,13 +70,13 @@ def test_a_minimum_tops_up_the_usage_before_the_credits(
         ("account_manual_total", "EUR", "-1.50"), ("account_total", "EUR", "3.50"),
         ("account_unrated_lines", "EUR", "0")]
     # Still in force in November: no usage, the minimum in full.
-    assert _totals(client, NOV) == [{
+    assert totals(client, NOV) == [{
         "currency": "EUR", "subtotal": "0.00", "adjustments_total": "0.00",
         "commitment": {"effective_from": "2026-10-01T00:00:00.000000Z", "minimum": "5.00",
                        "shortfall": "5.00"},
         "manual_total": "0.00", "total": "5.00", "unrated_lines": 0}]
     # The commitment is acme's: beta's statement, and a project's, are as before.
-    assert _totals(client, account="beta") == [{
+    assert totals(client, account="beta") == [{
         "currency": "EUR", "subtotal": "1.80", "adjustments_total": "0.00",
         "manual_total": "0.00", "total": "1.80", "unrated_lines": 0}]
     assert client.get(f"/v1/statements?cloud=c1&period={OCT}&project_id=p2",
@@ -117,28 +85,28 @@ def test_a_minimum_tops_up_the_usage_before_the_credits(
 
 def test_usage_above_the_minimum_and_a_later_commitment_ending_it(
         client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
-    _setup(client, session_factory)
-    without = {k: v for k, v in _statement(client, NOV).get_json().items()
+    two_accounts(client, session_factory)
+    without = {k: v for k, v in statement(client, NOV).get_json().items()
                if k != "computed_at"}
     _committed(client, OCT_START, "0.50")
     # 0.82 is above 0.50: no top-up.
-    (total,) = _totals(client)
+    (total,) = totals(client)
     assert (total["commitment"], total["total"]) == (
         {"effective_from": "2026-10-01T00:00:00.000000Z", "minimum": "0.50",
          "shortfall": "0.00"}, "0.82")
     # "0" from November ends it: November is as with no commitment at all.
     ended = _committed(client, NOV_START, "0")
     assert ended["minimum"] == "0.00"
-    assert "commitment" not in _totals(client, NOV)[0]
-    assert {k: v for k, v in _statement(client, NOV).get_json().items()
+    assert "commitment" not in totals(client, NOV)[0]
+    assert {k: v for k, v in statement(client, NOV).get_json().items()
             if k != "computed_at"} == without
-    assert [r for r, _c, _v in _csv_totals(client, NOV)] == [
+    assert [r for r, _c, _v in csv_totals(client, NOV)] == [
         "account_subtotal", "account_adjustments_total", "account_manual_total",
         "account_total", "account_unrated_lines"]
     # A later commitment replaces the one before from its instant on: October keeps
     # 0.50, December on is 1.00.
     _committed(client, "2026-12-01T00:00:00Z", "1.00")
-    assert _totals(client)[0]["commitment"]["minimum"] == "0.50"
+    assert totals(client)[0]["commitment"]["minimum"] == "0.50"
     listed = client.get("/v1/accounts/acme/commitments", headers=READ).get_json()["items"]
     assert [(x["effective_from"][:10], x["minimum"]) for x in listed] == [
         ("2026-10-01", "0.50"), ("2026-11-01", "0.00"), ("2026-12-01", "1.00")]
@@ -152,10 +120,10 @@ def test_usage_above_the_minimum_and_a_later_commitment_ending_it(
 def test_a_commitment_in_another_currency_is_a_total_of_its_own(
         client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
     """beta's clouds bill in EUR; a commitment of 100 JPY is never added to euros."""
-    _setup(client, session_factory)
+    two_accounts(client, session_factory)
     assert _commit(client, OCT_START, "100.5", "JPY", "beta").status_code == 400
     _committed(client, OCT_START, "100", currency="JPY", account="beta")
-    assert _totals(client, account="beta") == [
+    assert totals(client, account="beta") == [
         {"currency": "EUR", "subtotal": "1.80", "adjustments_total": "0.00",
          "manual_total": "0.00", "total": "1.80", "unrated_lines": 0},
         {"currency": "JPY", "subtotal": "0", "adjustments_total": "0",
@@ -166,7 +134,7 @@ def test_a_commitment_in_another_currency_is_a_total_of_its_own(
 
 def test_refusals_store_nothing(client: FlaskClient,
                                 session_factory: sessionmaker[Session]) -> None:
-    _setup(client, session_factory)
+    two_accounts(client, session_factory)
     cases: list[tuple[str, dict[str, Any], int, str, str]] = [
         ("nobody", {}, 404, "not_found", "no account nobody"),
         ("acme", {"effective_from": "2026-10-15T00:00:00Z"}, 400, "invalid_commitment",
@@ -201,7 +169,7 @@ def test_refusals_store_nothing(client: FlaskClient,
     assert client.post("/v1/accounts/acme/commitments", headers=READ,
                        json=base).status_code == 403
     assert client.get("/v1/accounts/acme/commitments", headers=READ).get_json()["items"] == []
-    assert "commitment" not in _totals(client)[0]
+    assert "commitment" not in totals(client)[0]
     _committed(client, OCT_START, "5.00")
     again = _commit(client, OCT_START, "6.00")
     assert again.status_code == 409 and again.get_json()["error"]["code"] == "conflict"
@@ -217,19 +185,19 @@ def test_refusals_store_nothing(client: FlaskClient,
 
 def test_a_closed_account_statement_never_changes(
         client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
-    _setup(client, session_factory)
+    two_accounts(client, session_factory)
     _committed(client, OCT_START, "5.00")
     assert client.post(f"/v1/periods/c1/{OCT}/close", headers=ADMIN,
                        json=ACCEPT).status_code == 200
-    closed = _statement(client)
+    closed = statement(client)
     document = closed.get_json()
     assert document["status"] == "closed"
     assert document["totals"][0]["commitment"]["shortfall"] == "4.18"
     assert document["totals"][0]["total"] == "5.00"
     # From November on: October answers the same bytes.
     _committed(client, NOV_START, "20.00")
-    assert _statement(client).get_data() == closed.get_data()
-    assert _totals(client, NOV)[0]["commitment"]["shortfall"] == "20.00"
+    assert statement(client).get_data() == closed.get_data()
+    assert totals(client, NOV)[0]["commitment"]["shortfall"] == "20.00"
     # beta's October is closed too (its one cloud is): a commitment from September,
     # in force in October, would change it: refused, naming the period.
     refused = _commit(client, "2026-09-01T00:00:00Z", "1.00", account="beta")
@@ -241,7 +209,7 @@ def test_a_closed_account_statement_never_changes(
     assert _commit(client, "2026-09-01T00:00:00Z", "1.00", account="beta").status_code == 409
     # acme's September one ends at October's own: October is untouched.
     assert _commit(client, "2026-09-01T00:00:00Z", "9.00").status_code == 201
-    assert _statement(client).get_data() == closed.get_data()
+    assert statement(client).get_data() == closed.get_data()
 
 def test_a_commitment_waits_for_the_close_in_flight(pg_migrated_database: str,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:

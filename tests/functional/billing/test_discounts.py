@@ -7,8 +7,6 @@ storing nothing, and a closed period's account statement never changing
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 import pytest
@@ -17,32 +15,23 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing import discounts
+from tests.functional.billing.account_terms_setup import (
+    ADMIN,
+    NOV,
+    NOV_START,
+    OCT,
+    OCT_START,
+    READ,
+    csv_totals,
+    statement,
+    totals,
+    two_accounts,
+)
 from tests.functional.billing.close_in_flight import add_during_the_close
-from tests.functional.billing.history import ACCEPT, PRICES, october, seed
-from tests.functional.reporting.fixtures import auth
+from tests.functional.billing.history import ACCEPT
 from tests.functional.reporting.query_fixtures import assert_contract
 
-ADMIN, READ = auth("admin"), auth("read")
-OCT, NOV = "2026-10", "2026-11"
-OCT_START, NOV_START = "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z"
 APPLIED_OCT = "2026-10-01T00:00:00.000000Z"
-
-
-def _setup(client: FlaskClient, factory: sessionmaker[Session]) -> None:
-    """acme's October is 0.82 of usage (p1's first 5 h, 0.10; p2's day, 0.72), its
-    November 0.00 (p2 still in it); beta's October 1.80."""
-    for document in PRICES:
-        assert client.put("/v1/price-lists/default", json=document, headers=ADMIN
-                          ).status_code == 201
-    seed(factory, october())
-    for name in ("acme", "beta"):
-        assert client.post("/v1/accounts", headers=ADMIN,
-                           json={"account_id": name}).status_code == 201
-    for account, project, at in (("acme", "p1", "2026-09-01T00:00:00Z"),
-                                 ("acme", "p2", OCT_START),
-                                 ("beta", "p1", "2026-10-02T05:00:00Z")):
-        assert client.post(f"/v1/accounts/{account}/memberships", headers=ADMIN, json={
-            "cloud": "c1", "project_id": project, "effective_from": at}).status_code == 201
 
 
 def _discount(client: FlaskClient, at: str, percent: str, account: str = "acme",
@@ -57,37 +46,17 @@ def _discounted(client: FlaskClient, at: str, percent: str, **extra: Any) -> dic
     return response.get_json()  # type: ignore[no-any-return]
 
 
-def _statement(client: FlaskClient, period: str = OCT, account: str = "acme",
-               **headers: str) -> Any:
-    response = client.get(f"/v1/accounts/{account}/statement?period={period}",
-                          headers={**READ, **headers})
-    assert response.status_code == 200, response.get_data(as_text=True)
-    return response
-
-
-def _totals(client: FlaskClient, period: str = OCT, account: str = "acme"
-            ) -> list[dict[str, Any]]:
-    return _statement(client, period, account).get_json()["totals"]  # type: ignore[no-any-return]
-
-
-def _csv_totals(client: FlaskClient, period: str = OCT) -> list[tuple[str, str, str]]:
-    rows = csv.DictReader(io.StringIO(
-        _statement(client, period, Accept="text/csv").get_data(as_text=True)))
-    return [(r["record"], r["currency"], r["value"]) for r in rows
-            if r["record"].startswith("account_") and r["record"] != "account_id"]
-
-
 def test_a_discount_comes_off_the_usage_before_the_commitment_and_the_credits(
         app: Flask, client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
-    _setup(client, session_factory)
+    two_accounts(client, session_factory)
     url = "/v1/accounts/acme/discounts"
     added = assert_contract(app, "POST", url, _discount(client, OCT_START, "12.50"))
     assert (added["account_id"], added["effective_from"], added["percent"],
             added["reason"]) == ("acme", APPLIED_OCT, "12.5", "framework agreement")
     assert added["created_by"].startswith("token:")
     # 0.82 × 12.5 % = 0.1025 → 0.10 off: 0.72.
-    statement = f"/v1/accounts/acme/statement?period={OCT}"
-    document = assert_contract(app, "GET", statement, client.get(statement, headers=READ))
+    statement_url = f"/v1/accounts/acme/statement?period={OCT}"
+    document = assert_contract(app, "GET", statement_url, client.get(statement_url, headers=READ))
     assert document["totals"] == [{
         "currency": "EUR", "subtotal": "0.82", "adjustments_total": "0.00",
         "discount": {"effective_from": APPLIED_OCT, "percent": "12.5", "amount": "-0.10"},
@@ -95,19 +64,19 @@ def test_a_discount_comes_off_the_usage_before_the_commitment_and_the_credits(
     # A minimum of 1.00 tops up the discounted usage, 0.72, by 0.28 (not 0.18).
     assert client.post("/v1/accounts/acme/commitments", headers=ADMIN, json={
         "effective_from": OCT_START, "currency": "EUR", "minimum": "1"}).status_code == 201
-    (total,) = _totals(client)
+    (total,) = totals(client)
     assert (total["discount"]["amount"], total["commitment"]["shortfall"], total["total"]) == (
         "-0.10", "0.28", "1.00")
     # A credit counts after both: 0.82 - 0.10 + 0.28 - 1.50 = -0.50.
     assert client.post("/v1/accounts/acme/lines", headers=ADMIN, json={
         "kind": "credit", "cloud": "c1", "period": OCT, "amount": "1.50", "reason": "outage",
         "effective_at": "2026-10-20T00:00:00Z"}).status_code == 201
-    (total,) = _totals(client)
+    (total,) = totals(client)
     assert (total["manual_total"], total["total"]) == ("-1.50", "-0.50")
     assert list(total) == ["currency", "subtotal", "adjustments_total", "discount",
                            "commitment", "manual_total", "total", "unrated_lines"]
-    assert_contract(app, "GET", statement, client.get(statement, headers=READ))
-    assert _csv_totals(client) == [
+    assert_contract(app, "GET", statement_url, client.get(statement_url, headers=READ))
+    assert csv_totals(client) == [
         ("account_subtotal", "EUR", "0.82"), ("account_adjustments_total", "EUR", "0.00"),
         ("account_discount_effective_from", "EUR", APPLIED_OCT),
         ("account_discount_percent", "EUR", "12.5"),
@@ -118,13 +87,13 @@ def test_a_discount_comes_off_the_usage_before_the_commitment_and_the_credits(
         ("account_manual_total", "EUR", "-1.50"), ("account_total", "EUR", "-0.50"),
         ("account_unrated_lines", "EUR", "0")]
     # Still in force in November: no usage, nothing off, the minimum in full.
-    assert _totals(client, NOV) == [{
+    assert totals(client, NOV) == [{
         "currency": "EUR", "subtotal": "0.00", "adjustments_total": "0.00",
         "discount": {"effective_from": APPLIED_OCT, "percent": "12.5", "amount": "0.00"},
         "commitment": {"effective_from": APPLIED_OCT, "minimum": "1.00", "shortfall": "1.00"},
         "manual_total": "0.00", "total": "1.00", "unrated_lines": 0}]
     # The discount is acme's: beta's statement, and a project's, are as before.
-    assert _totals(client, account="beta") == [{
+    assert totals(client, account="beta") == [{
         "currency": "EUR", "subtotal": "1.80", "adjustments_total": "0.00",
         "manual_total": "0.00", "total": "1.80", "unrated_lines": 0}]
     assert client.get(f"/v1/statements?cloud=c1&period={OCT}&project_id=p2",
@@ -135,28 +104,28 @@ def test_a_discount_comes_off_the_usage_before_the_commitment_and_the_credits(
 
 def test_a_later_discount_replaces_one_and_zero_ends_it(
         client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
-    _setup(client, session_factory)
-    without = {k: v for k, v in _statement(client, NOV).get_json().items()
+    two_accounts(client, session_factory)
+    without = {k: v for k, v in statement(client, NOV).get_json().items()
                if k != "computed_at"}
     _discounted(client, OCT_START, "100")
     # All of the usage off.
-    (total,) = _totals(client)
+    (total,) = totals(client)
     assert (total["discount"], total["total"]) == (
         {"effective_from": APPLIED_OCT, "percent": "100", "amount": "-0.82"}, "0.00")
     # "0" from November ends it: November is as with no discount at all.
     ended = _discounted(client, NOV_START, "0")
     assert ended["percent"] == "0"
-    assert "discount" not in _totals(client, NOV)[0]
-    assert {k: v for k, v in _statement(client, NOV).get_json().items()
+    assert "discount" not in totals(client, NOV)[0]
+    assert {k: v for k, v in statement(client, NOV).get_json().items()
             if k != "computed_at"} == without
-    assert [r for r, _c, _v in _csv_totals(client, NOV)] == [
+    assert [r for r, _c, _v in csv_totals(client, NOV)] == [
         "account_subtotal", "account_adjustments_total", "account_manual_total",
         "account_total", "account_unrated_lines"]
     # A later discount replaces the one before from its instant on: October keeps 100,
     # December on is 7.25.
     _discounted(client, "2026-12-01T00:00:00Z", "7.25")
-    assert _totals(client)[0]["discount"]["percent"] == "100"
-    assert _totals(client, "2026-12")[0]["discount"]["percent"] == "7.25"
+    assert totals(client)[0]["discount"]["percent"] == "100"
+    assert totals(client, "2026-12")[0]["discount"]["percent"] == "7.25"
     listed = client.get("/v1/accounts/acme/discounts", headers=READ).get_json()["items"]
     assert [(x["effective_from"][:10], x["percent"]) for x in listed] == [
         ("2026-10-01", "100"), ("2026-11-01", "0"), ("2026-12-01", "7.25")]
@@ -169,7 +138,7 @@ def test_a_later_discount_replaces_one_and_zero_ends_it(
 
 def test_refusals_store_nothing(client: FlaskClient,
                                 session_factory: sessionmaker[Session]) -> None:
-    _setup(client, session_factory)
+    two_accounts(client, session_factory)
     cases: list[tuple[str, dict[str, Any], int, str, str]] = [
         ("nobody", {}, 404, "not_found", "no account nobody"),
         ("acme", {"effective_from": "2026-10-15T00:00:00Z"}, 400, "invalid_discount",
@@ -205,7 +174,7 @@ def test_refusals_store_nothing(client: FlaskClient,
     assert client.post("/v1/accounts/acme/discounts", headers=READ,
                        json=base).status_code == 403
     assert client.get("/v1/accounts/acme/discounts", headers=READ).get_json()["items"] == []
-    assert "discount" not in _totals(client)[0]
+    assert "discount" not in totals(client)[0]
     _discounted(client, OCT_START, "12.5")
     again = _discount(client, OCT_START, "20")
     assert again.status_code == 409 and again.get_json()["error"]["code"] == "conflict"
@@ -221,19 +190,19 @@ def test_refusals_store_nothing(client: FlaskClient,
 
 def test_a_closed_account_statement_never_changes(
         client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
-    _setup(client, session_factory)
+    two_accounts(client, session_factory)
     _discounted(client, OCT_START, "12.5")
     assert client.post(f"/v1/periods/c1/{OCT}/close", headers=ADMIN,
                        json=ACCEPT).status_code == 200
-    closed = _statement(client)
+    closed = statement(client)
     document = closed.get_json()
     assert document["status"] == "closed"
     assert (document["totals"][0]["discount"]["amount"], document["totals"][0]["total"]) == (
         "-0.10", "0.72")
     # From November on: October answers the same bytes.
     _discounted(client, NOV_START, "50")
-    assert _statement(client).get_data() == closed.get_data()
-    assert _totals(client, NOV)[0]["discount"]["percent"] == "50"
+    assert statement(client).get_data() == closed.get_data()
+    assert totals(client, NOV)[0]["discount"]["percent"] == "50"
     # beta's October is closed too (its one cloud is): a discount from September, in
     # force in October, would change it: refused, naming the period.
     refused = _discount(client, "2026-09-01T00:00:00Z", "10", account="beta")
@@ -246,7 +215,7 @@ def test_a_closed_account_statement_never_changes(
     assert _discount(client, "2026-09-01T00:00:00Z", "10", account="beta").status_code == 409
     # acme's September one ends at October's own: October is untouched.
     assert _discount(client, "2026-09-01T00:00:00Z", "90").status_code == 201
-    assert _statement(client).get_data() == closed.get_data()
+    assert statement(client).get_data() == closed.get_data()
     assert [x["effective_from"][:7] for x in client.get(
         "/v1/accounts/beta/discounts", headers=READ).get_json()["items"]] == [NOV]
 
