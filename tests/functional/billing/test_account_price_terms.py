@@ -6,11 +6,13 @@ statement, the close and a late fact's adjustment; carried forward; what is refu
 from __future__ import annotations
 
 import copy
+import datetime as dt
 from typing import Any
 
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from reporting.billing import default_accounts
 from tests.functional.billing.history import ACCEPT, SMALL, event, seed
 from tests.functional.billing.history import statement_of as _statement
 from tests.functional.billing.history import summaries_of as _summaries
@@ -98,6 +100,38 @@ def test_a_member_is_priced_at_its_accounts_rate_while_it_is_a_member(
     assert [(a["period"], a["resource_id"], a["amount"]) for a in november["adjustments"]] == [
         ("2026-10", "inst-1", "-2.11")]
     assert _summaries(client, "2026-11") == [("p1", "0.00", "-2.11")]
+
+
+def test_a_default_domain_account_is_priced_with_its_terms(
+        client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+    october = {**copy.deepcopy(V1), "effective_from": "2026-09-01T00:00:00Z"}
+    assert client.put("/v1/price-lists/default", json=october, headers=ADMIN).status_code == 201
+    seed(session_factory, [
+        event("compute.instance.create.end", "inst-1", "2026-10-30T00:00:00Z",
+              state="active", size=SMALL),
+        event("compute.instance.delete.end", "inst-1", "2026-11-02T00:00:00Z", project_id=""),
+        event("compute.instance.create.end", "inst-2", "2026-10-30T00:00:00Z",
+              project_id="p2", state="active", size=SMALL),
+        event("compute.instance.delete.end", "inst-2", "2026-11-02T00:00:00Z", project_id="")])
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN,
+                       json=ACCEPT).status_code == 200
+    before = _statement(client, "p1")
+    # the sync books p1 into its domain's account, from the end of the closed October
+    default_accounts.assign(session_factory, "c1", {"p1": ("c1-d1", "domain d1")}, [],
+                            dt.datetime(2026, 11, 15), dt.datetime(2026, 11, 15))
+    november = {**copy.deepcopy(V1), "effective_from": "2026-11-01T00:00:00Z",
+                "account_terms": {"c1-d1": [{"rates": {
+                    "instance": {"per": "hour", "by_flavor": {"m1.small": "0.012"}}}}]}}
+    assert client.put("/v1/price-lists/default", json=november, headers=ADMIN
+                      ).status_code == 201
+    # November: 24 h x the domain account's 0.012 = 0.288 -> 0.29; p2, in no account,
+    # 24 h x 0.020 = 0.48; October is what it was closed with (48 h x 0.020 = 0.96)
+    assert _lines(_statement(client, "p1", "2026-11")) == [
+        ("2026-11-01", "2026-11-02", "0.012", "1", "0.29")]
+    assert _lines(_statement(client, "p2", "2026-11")) == [
+        ("2026-11-01", "2026-11-02", "0.020", "1", "0.48")]
+    assert _summaries(client, "2026-11") == [("p1", "0.29", "0.29"), ("p2", "0.48", "0.48")]
+    assert _statement(client, "p1") == before and before["total"] == "0.96"
 
 
 def _versions(client: FlaskClient) -> list[dict[str, Any]]:
