@@ -184,3 +184,17 @@ def test_invalid_account_terms_are_refused_with_their_reason(client: FlaskClient
         "tiers (tiers price the quantity of the project's whole period, a term only a "
         "stretch of it)")
     assert _versions(client) == []
+
+
+def test_carried_account_terms_that_do_not_fit_are_refused(client: FlaskClient) -> None:
+    _accounts(client)
+    assert client.put("/v1/price-lists/default", json=PRICES, headers=ADMIN).status_code == 201
+    later = {**copy.deepcopy(V1), "effective_from": "2026-10-12T00:00:00Z"}
+    del later["rates"]["floating_ip"]
+    response = client.put("/v1/price-lists/default", json=later, headers=ADMIN)
+    assert response.status_code == 400
+    assert response.get_json()["error"]["message"] == (
+        "the account_terms carried forward from default/1 do not fit this version "
+        "(account_terms.acme[0].rates.floating_ip: the version has no rates.floating_ip to "
+        "override); state account_terms in the version (an empty object clears them)")
+    assert len(_versions(client)) == 1
