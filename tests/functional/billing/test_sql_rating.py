@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reporting.billing import accounts, kinds, periods, rating, sql_rating, statements, versions
 from reporting.db import engine as db_engine
+from reporting.db.account_models import AccountMembership
 from tests.functional.billing.history import SMALL, event, october, seed
 from tests.functional.billing.test_close_property import SIZED_PRICES, histories, register_share
 
@@ -314,3 +315,38 @@ def test_random_histories_with_account_terms_agree(pg_accounts: sessionmaker[Ses
                 assert _python(session, now) == _sql(session, now)
 
     run()
+
+
+def test_many_members_of_an_account_with_terms_are_bound_as_arrays(
+        pg: sessionmaker[Session]) -> None:
+    # 3200 projects booked into one account with terms, a version cut in 11 pieces by
+    # another project's terms: 35200 (piece, project) pairs with terms, more than one
+    # statement's 65535 bound parameters would hold two apiece
+    cuts = [f"2026-10-{day:02d}T00:00:00Z" for day in range(2, 13)]
+    with pg() as session:
+        accounts.add(session, {"account_id": "big"}, "test", dt.datetime(2026, 12, 1))
+        session.execute(sa.insert(AccountMembership), [
+            {"cloud": "c1", "project_id": f"m-{n:04d}", "number": 1, "account_id": "big",
+             "effective_from": dt.datetime(2026, 9, 1), "created_at": dt.datetime(2026, 9, 1),
+             "created_by": "test"} for n in range(3200)] + [
+            {"cloud": "c1", "project_id": "p1", "number": 1, "account_id": "big",
+             "effective_from": dt.datetime(2026, 9, 1), "created_at": dt.datetime(2026, 9, 1),
+             "created_by": "test"}])
+        versions.add(session, "c1", {
+            "effective_from": "2026-10-01T00:00:00Z", "currency": "EUR",
+            "rates": {"instance": {"per": "hour", "by_flavor": {"m1.small": "0.020"}}},
+            "project_terms": {"px": [{"from": start, "until": until, "discount_percent": "1"}
+                                     for start, until in zip(cuts, cuts[1:], strict=False)]},
+            "account_terms": {"big": [{"rates": {"instance": {
+                "per": "hour", "by_flavor": {"m1.small": "0.010"}}}}]}},
+            "test", dt.datetime(2026, 12, 1))
+        session.commit()
+    seed(pg, october())
+    now = dt.datetime(2026, 12, 15)
+    with pg() as session:
+        python = _python(session, now)
+        assert python == _sql(session, now)
+    # p1 (in big): inst-a 24 h x 0.010 = 0.24 in lines cut at px's dates (0.10 + 0.14
+    # shut off at full rate: no state modifier here); vol-a unrated; inst-b 48 h x 0.010
+    # = 0.48
+    assert python["p1"] == (Decimal("0.72"), 1)
