@@ -80,6 +80,14 @@ SCHEMAS: dict[str, Any] = {
                 "[{from, until, discount_percent, rates}]; carried forward from the version "
                 "before when omitted, {} clears them.",
                 "additionalProperties": {"type": "array", "items": {"type": "object"}}},
+            "account_terms": {
+                "type": "object",
+                "description": "Per billing account, its dated rates (no overlap): "
+                "[{from, until, rates}], pricing each project for the time a membership "
+                "puts it in the account (a project's own override of a type beats its "
+                "account's); carried forward from the version before when omitted, {} "
+                "clears them.",
+                "additionalProperties": {"type": "array", "items": {"type": "object"}}},
         },
     },
     "PriceListVersion": _all({

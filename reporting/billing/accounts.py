@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,11 +21,10 @@ from sqlalchemy.orm import Session
 
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from reporting.billing import periods
+from reporting.billing.pricelist import ACCOUNT_ID, Membership
 from reporting.db.account_models import AccountMembership, BillingAccount
 from reporting.db.billing_models import BillingPeriod
 
-# An account id is a short name safe in a path: letters, digits, ".", "_", "-".
-_ACCOUNT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}\Z")
 _TEXT_LIMIT = 255
 _DESCRIPTION_LIMIT = 4096
 
@@ -73,7 +71,7 @@ def _name(document: dict[str, Any], member: str, limit: int = _TEXT_LIMIT) -> st
 
 
 def account_id(value: str) -> str:
-    if not _ACCOUNT_ID.match(value):
+    if not ACCOUNT_ID.match(value):  # a short name safe in a path
         raise AccountError("account_id must be 1 to 255 letters, digits, '.', '_' or '-', "
                            "starting with a letter or digit")
     return value
@@ -206,6 +204,23 @@ def stretches(session: Session, name: str, start: dt.datetime, end: dt.datetime
             piece_end = end if until is None else min(until, end)
             if piece_start < piece_end:
                 found.append(Stretch(cloud, project_id, row.number, piece_start, piece_end))
+    return found
+
+
+def of_cloud(session: Session, cloud: str) -> list[Membership]:
+    """Every project's memberships of ``cloud`` as dated stretches (each lasts until
+    the project's next), by project and instant: what prices a project with its
+    account's terms (``pricelist.expand``)."""
+    model = AccountMembership
+    rows = session.execute(sa.select(model.project_id, model.account_id, model.effective_from)
+                           .where(model.cloud == cloud)
+                           .order_by(model.project_id, model.effective_from)).all()
+    found: list[Membership] = []
+    for index, row in enumerate(rows):
+        following = rows[index + 1] if index + 1 < len(rows) else None
+        end = (following.effective_from
+               if following is not None and following.project_id == row.project_id else None)
+        found.append(Membership(row.project_id, row.account_id, row.effective_from, end))
     return found
 
 

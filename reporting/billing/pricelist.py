@@ -36,8 +36,11 @@ volume type, a rate or ``{"mode", "tiers"}``: each flavor or volume type with ti
 is a group of its own.
 
 ``project_terms`` gives projects dated terms of their own (their own rates for some
-types, a percentage discount); ``expand`` cuts a version where one begins or ends, so
-the rating sees, piece by piece, the terms in force.
+types, a percentage discount); ``account_terms`` gives billing accounts dated rates of
+their own, pricing every project for the time it is a member of the account (a
+project's own override of a type beats its account's).  ``expand`` cuts a version
+where one begins or ends (for an account's, where its rates begin or stop pricing a
+member project), so the rating sees, piece by piece, the terms in force.
 """
 
 from __future__ import annotations
@@ -80,6 +83,9 @@ INSTANCE_RESOURCES = ("vcpus", "ram_gb", "disk_gb")
 SIZED_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
 SIZE_MEMBER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 _SIZED_MEMBERS = {"per", "rate", "size", "mode", "tiers"}
+# An account id as ``POST /v1/accounts`` accepts it (``reporting.billing.accounts``): a
+# short name safe in a path, letters, digits, ".", "_", "-".
+ACCOUNT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}\Z")
 
 
 class PriceListError(ValueError):
@@ -154,9 +160,25 @@ class PriceVersion:
     # Each project's dated terms, as the document states them.
     project_terms: Mapping[str, tuple[ProjectTerm, ...]] = dataclasses.field(
         default_factory=dict)
-    # The terms in force over this piece of the version (``expand`` cuts a version at
-    # its terms' dates): what the rating reads.
+    # Each billing account's dated rates, as the document states them (a term's
+    # ``discount_percent`` is always 0: an account's discount is its own, not a price).
+    account_terms: Mapping[str, tuple[ProjectTerm, ...]] = dataclasses.field(
+        default_factory=dict)
+    # The terms in force over this piece of the version, per project (``expand`` cuts a
+    # version at its terms' dates, and at its member projects' moves for an account's
+    # terms): what the rating reads.
     terms: Mapping[str, ProjectTerm] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Membership:
+    """A project of the cloud priced belongs to ``account`` over ``[start, end)`` (end
+    None: until further notice), as its dated memberships say."""
+
+    project_id: str
+    account: str
+    start: dt.datetime  # naive UTC
+    end: dt.datetime | None
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
@@ -360,9 +382,11 @@ def _timestamp(value: Any, where: str) -> dt.datetime:
         ) from None
 
 
-def _override(name: str, value: Any, where: str, rates: Mapping[str, TypeRate]) -> TypeRate:
-    """A project's own rates for type ``name``: the same form as ``rates.<name>``, in the
-    same unit (an override changes prices, never what a line counts)."""
+def _override(name: str, value: Any, where: str, rates: Mapping[str, TypeRate],
+              what: str = "project_terms") -> TypeRate:
+    """A project's (or an account's) own rates for type ``name``: the same form as
+    ``rates.<name>``, in the same unit (an override changes prices, never what a line
+    counts)."""
     if name not in rates:
         raise PriceListError(f"{where}.{name}: the version has no rates.{name} to override")
     try:
@@ -375,8 +399,9 @@ def _override(name: str, value: Any, where: str, rates: Mapping[str, TypeRate]) 
                   if override.flavor_tiers
                   else f"by_volume_type.{sorted(override.volume_type_tiers)[0]}.tiers")
         raise PriceListError(
-            f"{where}.{name}.{member}: a project's terms give a rate, not tiers (tiers price "
-            "the quantity of the project's whole period, a term only a stretch of it)")
+            f"{where}.{name}.{member}: {'an account' if what == 'account_terms' else 'a project'}"
+            "'s terms give a rate, not tiers (tiers price the quantity of the project's "
+            "whole period, a term only a stretch of it)")
     if override.size != rates[name].size:
         raise PriceListError(
             f"{where}.{name}.size must be {rates[name].size!r} as in rates.{name}: an override "
@@ -384,19 +409,35 @@ def _override(name: str, value: Any, where: str, rates: Mapping[str, TypeRate]) 
     return override
 
 
-def _terms(value: Any, effective_from: dt.datetime, rates: Mapping[str, TypeRate]
-           ) -> dict[str, tuple[ProjectTerm, ...]]:
+def _terms(value: Any, effective_from: dt.datetime, rates: Mapping[str, TypeRate],
+           what: str = "project_terms") -> dict[str, tuple[ProjectTerm, ...]]:
+    """``project_terms`` (or ``account_terms``: the same form, keyed by account id,
+    rates only) as the rating reads them."""
+    accounts = what == "account_terms"
     found: dict[str, tuple[ProjectTerm, ...]] = {}
-    for project, listed in _object(value, "project_terms").items():
-        _name(project, "a key of project_terms")
-        where = f"project_terms.{project}"
+    for owner, listed in _object(value, what).items():
+        _name(owner, f"a key of {what}")
+        if accounts and not ACCOUNT_ID.match(owner):
+            raise PriceListError(
+                f"a key of account_terms ({owner!r}) must be an account id: 1 to 255 letters, "
+                "digits, '.', '_' or '-', starting with a letter or digit")
+        where = f"{what}.{owner}"
         if not isinstance(listed, list) or not listed:
             raise PriceListError(f"{where} must be a non-empty list of terms")
         terms = []
         for index, raw in enumerate(listed):
             at = f"{where}[{index}]"
             entry = _object(raw, at)
-            _only(entry, {"from", "until", "discount_percent", "rates"}, at)
+            if accounts and "discount_percent" in entry:
+                raise PriceListError(
+                    f"{at}.discount_percent: an account's terms give rates only; its "
+                    "percentage discount is POST /v1/accounts/{id}/discounts (off the "
+                    "account's usage), a project's is a discount_percent of project_terms")
+            _only(entry, {"from", "until", "rates"} if accounts
+                  else {"from", "until", "discount_percent", "rates"}, at)
+            if accounts and not entry.get("rates"):
+                raise PriceListError(f"{at}.rates must name at least one type of rates "
+                                     "to override")
             if "discount_percent" not in entry and "rates" not in entry:
                 raise PriceListError(f"{at} needs discount_percent or rates")
             start = (_timestamp(entry["from"], f"{at}.from") if "from" in entry
@@ -409,14 +450,14 @@ def _terms(value: Any, effective_from: dt.datetime, rates: Mapping[str, TypeRate
             discount = _decimal(entry.get("discount_percent", "0"), f"{at}.discount_percent")
             if discount > 100:
                 raise PriceListError(f"{at}.discount_percent must be at most 100")
-            overrides = {name: _override(name, rate, f"{at}.rates", rates)
+            overrides = {name: _override(name, rate, f"{at}.rates", rates, what)
                          for name, rate in _object(entry.get("rates", {}), f"{at}.rates").items()}
             terms.append(ProjectTerm(start, end, discount, overrides))
         terms.sort(key=lambda term: term.start)
         for earlier, later in zip(terms, terms[1:], strict=False):
             if earlier.end is None or earlier.end > later.start:
                 raise PriceListError(f"{where} has terms that overlap; each instant has one")
-        found[project] = tuple(terms)
+        found[owner] = tuple(terms)
     return found
 
 
@@ -424,7 +465,7 @@ def parse(document: Any, label: str = "") -> PriceVersion:
     """Validate a price list document; raises PriceListError with the reason."""
     doc = _object(document, "the price list")
     _only(doc, {"effective_from", "currency", "zero_rated_projects", "rates", "state_modifiers",
-                "project_terms"}, "the price list")
+                "project_terms", "account_terms"}, "the price list")
     effective_from = _timestamp(doc.get("effective_from"), "effective_from")
     currency = doc.get("currency")
     if not isinstance(currency, str) or not _CURRENCY.match(currency):
@@ -449,13 +490,48 @@ def parse(document: Any, label: str = "") -> PriceVersion:
         state_modifiers=state_modifiers,
         minor_units=currencies.places(currency),
         project_terms=_terms(doc.get("project_terms", {}), effective_from, rates),
+        account_terms=_terms(doc.get("account_terms", {}), effective_from, rates,
+                             "account_terms"),
     )
 
 
-def expand(versions: Sequence[PriceVersion]) -> list[PriceVersion]:
-    """A timeline cut at its versions' project terms' dates: each piece the version
-    with the terms in force from its ``effective_from`` (the label stays the
-    version's).  A term prices only while its version does."""
+def _in_force(terms: Sequence[ProjectTerm], moment: dt.datetime) -> ProjectTerm | None:
+    return next((term for term in terms
+                 if term.start <= moment and (term.end is None or moment < term.end)), None)
+
+
+def _account_cuts(version: PriceVersion, members: Sequence[Membership]) -> set[dt.datetime]:
+    """Where the version's account terms begin or stop pricing a member project: the
+    bounds of each membership's stretch within each of its account's terms."""
+    cuts: set[dt.datetime] = set()
+    for member in members:
+        for term in version.account_terms.get(member.account, ()):
+            start = max(term.start, member.start)
+            ends = [moment for moment in (term.end, member.end) if moment is not None]
+            end = min(ends) if ends else None
+            if end is None or start < end:
+                cuts.update(moment for moment in (start, end) if moment is not None)
+    return cuts
+
+
+def _with_account(own: ProjectTerm | None, account: ProjectTerm | None
+                  ) -> ProjectTerm | None:
+    """The terms pricing a project: its account's rates, under its own term's (a
+    project's override of a type beats its account's; its discount multiplies either)."""
+    if account is None:
+        return own
+    if own is None:
+        return account
+    return dataclasses.replace(own, rates={**account.rates, **own.rates})
+
+
+def expand(versions: Sequence[PriceVersion], members: Sequence[Membership] = ()
+           ) -> list[PriceVersion]:
+    """A timeline cut at its versions' project terms' dates, and where an account's
+    terms begin or stop pricing one of ``members`` (the cloud's dated memberships):
+    each piece the version with the terms in force from its ``effective_from``, per
+    project (the label stays the version's).  A term prices only while its version
+    does; a member's account is the one its membership names at the piece's start."""
     pieces: list[PriceVersion] = []
     for index, version in enumerate(versions):
         until = versions[index + 1].effective_from if index + 1 < len(versions) else None
@@ -463,11 +539,18 @@ def expand(versions: Sequence[PriceVersion]) -> list[PriceVersion]:
         for terms in version.project_terms.values():
             for term in terms:
                 cuts.update(moment for moment in (term.start, term.end) if moment is not None)
+        with_terms = [m for m in members if m.account in version.account_terms]
+        cuts |= _account_cuts(version, with_terms)
         for start in sorted(c for c in cuts if c >= version.effective_from
                             and (until is None or c < until)):
-            active = {project: term for project, terms in version.project_terms.items()
-                      for term in terms
-                      if term.start <= start and (term.end is None or start < term.end)}
+            active = {project: own for project, terms in version.project_terms.items()
+                      if (own := _in_force(terms, start)) is not None}
+            for member in with_terms:
+                if member.start <= start and (member.end is None or start < member.end):
+                    combined = _with_account(active.get(member.project_id), _in_force(
+                        version.account_terms[member.account], start))
+                    if combined is not None:
+                        active[member.project_id] = combined
             pieces.append(dataclasses.replace(version, effective_from=start, terms=active))
     return pieces
 

@@ -105,11 +105,15 @@ def pieces(params: dict[str, Any], periods: Sequence[VersionRange], kinds: Seque
     zero_values = values("z", [("n", "integer"), ("project_id", "text")], zero_rows, params)
     term_rows = sorted({(r.number, project) for r in periods if r.version is not None
                         for project in r.version.terms})
-    # Without project terms (the common case) the pieces join no terms at all.
+    # Without terms (the common case) the pieces join no terms at all.  With them, two
+    # arrays: an account's terms may price thousands of member projects per range, more
+    # than a statement's bound parameters could hold one by one.
     term_join = term_kind = ""
     if term_rows:
-        term_values = values("t", [("n", "integer"), ("project_id", "text")], term_rows, params)
-        term_join = f"LEFT JOIN {term_values} ON t.n = v.n AND t.project_id = ri.project_id"
+        params["t_n"] = [number for number, _project in term_rows]
+        params["t_project"] = [project for _number, project in term_rows]
+        term_join = ("LEFT JOIN unnest(CAST(:t_n AS integer[]), CAST(:t_project AS text[])) "
+                     "AS t(n, project_id) ON t.n = v.n AND t.project_id = ri.project_id")
         term_kind = "AND k.cls = COALESCE(t.project_id, '') "
     return f"""
 FROM resource_intervals ri
@@ -171,13 +175,13 @@ def distinct_kinds(session: Session, params: dict[str, Any],
     ``''`` for every project without terms in ``periods``, each project with some
     apart (so only the kinds that occur in it are priced for it)."""
     bound = dict(params)
-    projects = sorted({(project,) for r in periods if r.version is not None
+    projects = sorted({project for r in periods if r.version is not None
                        for project in r.version.terms})
     cls = _NO_TERMS
-    if projects:
-        listed = values("tp", [("project_id", "text")], projects, bound)
-        cls = f"CASE WHEN ri.project_id IN (SELECT tp.project_id FROM {listed}) " \
-              "THEN ri.project_id ELSE '' END"  # noqa: S608 - bound parameters only
+    if projects:  # one array, however many projects (``pieces``)
+        bound["tp"] = projects
+        cls = "CASE WHEN ri.project_id = ANY(CAST(:tp AS text[])) " \
+              "THEN ri.project_id ELSE '' END"
     query = _DISTINCT_KINDS.format(cls=cls)
     rows = session.execute(sa.text(query), bound).all()
     return [(r.rtype, r.state_null, r.state, r.size_text, r.size, r.cls) for r in rows]

@@ -19,8 +19,9 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from mapping.event import format_timestamp, parse_timestamp
-from reporting.billing import periods, pricelist
+from reporting.billing import accounts, periods, pricelist
 from reporting.billing.pricelist import DEFAULT_LIST, PriceListError, PriceVersion
+from reporting.db.account_models import BillingAccount
 from reporting.db.billing_models import BillingPeriod, PriceListVersion
 from reporting.db.models import ResourceType
 
@@ -60,13 +61,20 @@ def _parsed(row: PriceListVersion) -> PriceVersion:
 
 def timeline(session: Session, cloud: str) -> list[PriceVersion]:
     """The versions pricing ``cloud``, by ``effective_from``, each cut where one of its
-    project terms begins or ends (``pricelist.expand``)."""
+    project terms begins or ends, and where one of its account terms begins or stops
+    pricing a project of the cloud a membership puts in the account
+    (``pricelist.expand``)."""
     own = [_parsed(row) for row in rows(session, cloud)] if cloud != DEFAULT_LIST else []
     shared = [_parsed(row) for row in rows(session, DEFAULT_LIST)]
     if own:
         shared = [v for v in shared if v.effective_from < own[0].effective_from]
-    # cut at the dates of the versions' project terms (one version, several pieces)
-    return pricelist.expand(shared + own)
+    found = shared + own
+    # the memberships are read only when a version has account terms (the common case
+    # has none, and its timeline is what it always was)
+    members = (accounts.of_cloud(session, cloud)
+               if any(version.account_terms for version in found) else [])
+    # cut at the dates of the versions' terms (one version, several pieces)
+    return pricelist.expand(found, members)
 
 
 def _next(froms: list[dt.datetime], moment: dt.datetime) -> dt.datetime | None:
@@ -119,35 +127,37 @@ def _carried_forward(session: Session, name: str, document: dict[str, Any],
     projects of the version in effect just before it (the list's, or for a cloud's list
     the ``default`` version pricing the cloud then), so adding a version never starts
     billing a zero-rated project silently; ``[]`` says otherwise explicitly.  One that
-    omits ``project_terms`` carries that version's terms still in force (``{}`` clears
-    them).  Stored filled in, so the version says what it prices and older versions
-    never change."""
+    omits ``project_terms`` (``account_terms``) carries that version's terms still in
+    force (``{}`` clears them).  Stored filled in, so the version says what it prices
+    and older versions never change."""
     before = [v for v in timeline(session, name) if v.effective_from < version.effective_from]
     stored = dict(document)
     if "zero_rated_projects" not in document:
         stored["zero_rated_projects"] = sorted(before[-1].zero_rated_projects) if before else []
-    if "project_terms" not in document and before and before[-1].project_terms:
-        stored["project_terms"] = _carried_terms(session, before[-1].label,
-                                                 version.effective_from)
-        try:
-            pricelist.parse(stored)
-        except PriceListError as exc:
-            raise PriceListError(
-                f"the project_terms carried forward from {before[-1].label} do not fit this "
-                f"version ({exc}); state project_terms in the version (an empty object "
-                "clears them)") from None
+    for member in ("project_terms", "account_terms"):
+        if member not in document and before and getattr(before[-1], member):
+            stored[member] = _carried_terms(session, before[-1].label,
+                                            version.effective_from, member)
+            try:
+                pricelist.parse(stored)
+            except PriceListError as exc:
+                raise PriceListError(
+                    f"the {member} carried forward from {before[-1].label} do not fit this "
+                    f"version ({exc}); state {member} in the version (an empty object "
+                    "clears them)") from None
     return stored
 
 
-def _carried_terms(session: Session, previous: str, since: dt.datetime) -> dict[str, Any]:
-    """The project terms of version ``previous`` (label) in force at or after
-    ``since``, from ``since`` on: a new version never drops a project's terms
-    silently."""
+def _carried_terms(session: Session, previous: str, since: dt.datetime,
+                   member: str = "project_terms") -> dict[str, Any]:
+    """The project (``member``: or account) terms of version ``previous`` (label) in
+    force at or after ``since``, from ``since`` on: a new version never drops a
+    project's or an account's terms silently."""
     list_name, number = previous.rsplit("/", 1)
     row = session.execute(sa.select(PriceListVersion).where(
         PriceListVersion.name == list_name, PriceListVersion.number == int(number))).scalar_one()
     carried: dict[str, Any] = {}
-    for project, terms in (row.document.get("project_terms") or {}).items():
+    for owner, terms in (row.document.get(member) or {}).items():
         kept = []
         for term in terms:
             until = term.get("until")
@@ -158,7 +168,7 @@ def _carried_terms(session: Session, previous: str, since: dt.datetime) -> dict[
                 term = {**term, "from": format_timestamp(since)}
             kept.append(term)
         if kept:
-            carried[project] = kept
+            carried[owner] = kept
     return carried
 
 
@@ -177,6 +187,20 @@ def _schemas(session: Session, names: Iterable[str]) -> dict[str, list[tuple[str
     return found
 
 
+def check_accounts(session: Session, version: PriceVersion) -> None:
+    """Refuse account terms naming an account that does not exist: they would price no
+    project, silently (accounts are never removed, so a stored version's stay known)."""
+    named = sorted(version.account_terms)
+    if not named:
+        return
+    known = set(session.execute(sa.select(BillingAccount.account_id)
+                                .where(BillingAccount.account_id.in_(named))).scalars())
+    for account in named:
+        if account not in known:
+            raise PriceListError(f"account_terms.{account}: there is no account {account} "
+                                 "(add it with POST /v1/accounts first)")
+
+
 def add(session: Session, name: str, document: Any, who: str, now: dt.datetime
         ) -> PriceListVersion:
     """Validate and store a new version of list ``name`` (caller commits).
@@ -185,6 +209,7 @@ def add(session: Session, name: str, document: Any, who: str, now: dt.datetime
     stored = session.execute(sa.select(PriceListVersion.currency).limit(1)).scalar()
     version = pricelist.parse_new(document, stored)
     pricelist.check_registered(version, _schemas(session, pricelist.sized_types(version)))
+    check_accounts(session, version)
     other = session.execute(
         sa.select(PriceListVersion).where(PriceListVersion.currency != version.currency).limit(1)
     ).scalar()

@@ -17,7 +17,11 @@ and charges, and none is accepted once the account's statement of the period is
 closed.  A drawn percentage discount of account a from each period's start comes off
 its usage first (rounded once to the cent, half-even), the commitment topping up the
 discounted usage, and none is accepted once the account's statement of the period is
-closed.  On SQLite and PostgreSQL (fewer examples there: each one truncates and
+closed.  Drawn account terms of a and b (their own dated rates of instances, volumes
+and shares in each version) price every line of p1 and p2 while a membership puts the
+project in the account, unless the project's own term overrides the type: each line's
+rate is the one those drawn terms and moves give at both its ends, whatever the
+arrival order and the closes.  On SQLite and PostgreSQL (fewer examples there: each one truncates and
 refills a database)."""
 
 from __future__ import annotations
@@ -164,6 +168,109 @@ def _volume_typed(document: dict[str, Any], drawn: dict[str, Any]) -> dict[str, 
         **volume, "type_modifiers": modifiers, "by_volume_type": drawn}}}
 
 
+# An account term's rates: (instance m1.small, instance per vcpu, volume, share), each
+# drawn or absent; the later version prices shares by the hour alone, so its terms
+# override instances and volumes only.
+_ACCOUNT_RATES = {"instance": ["0.011", "0.027"], "vcpus": ["0.004", "0.021"],
+                  "volume": ["0.00006", "0.00031"], "share": ["0.00002", "0.00009"]}
+# The drawn terms: (version label, account) -> (start, end, {type: rate entry})
+AccountTerms = dict[tuple[str, str], tuple[dt.datetime, dt.datetime | None, dict[str, Any]]]
+
+
+def _stamp(moment: dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _account_terms(data: st.DataObject, label: str, effective_from: dt.datetime,
+                   drawn: AccountTerms, types: tuple[str, ...] = ("instance", "volume", "share")
+                   ) -> dict[str, Any]:
+    """Drawn ``account_terms`` of a version (``{}`` for none): per account maybe one
+    term from a drawn instant, until another or open, with drawn rates of ``types``;
+    recorded in ``drawn`` for the check."""
+    document: dict[str, Any] = {}
+    for name in ACCOUNTS:
+        chosen = [t for t in types if data.draw(st.booleans(), label=f"{label} {name} {t}")]
+        if not chosen:
+            continue
+        start = effective_from + dt.timedelta(
+            hours=data.draw(st.integers(0, 24 * 20), label=f"{label} {name} from (h)"))
+        length = data.draw(st.none() | st.integers(1, 24 * 30), label=f"{label} {name} (h)")
+        end = None if length is None else start + dt.timedelta(hours=length)
+        rates: dict[str, Any] = {}
+        for rtype in chosen:
+            rate = data.draw(st.sampled_from(_ACCOUNT_RATES[rtype]), label=f"{rtype} rate")
+            if rtype == "instance":
+                vcpu = data.draw(st.sampled_from(_ACCOUNT_RATES["vcpus"]), label="vcpu rate")
+                rates[rtype] = {"per": "hour", "by_flavor": {"m1.small": rate},
+                                "by_resources": {"vcpus": vcpu}}
+            elif rtype == "volume":
+                rates[rtype] = {"per": "gb_hour", "rate": rate}
+            else:
+                rates[rtype] = {"per": "size_gb_hour", "size": "size_gb", "rate": rate}
+        term: dict[str, Any] = {"from": _stamp(start), "rates": rates}
+        if end is not None:
+            term["until"] = _stamp(end)
+        document[name] = [term]
+        drawn[(label, name)] = (start, end, rates)
+    return document
+
+
+def _own_override(label: str, project: str, rtype: str, moment: dt.datetime) -> bool:
+    """Whether ``project``'s own terms (``_TERMS``, ``LATER``) override ``rtype`` at
+    ``moment`` under version ``label``: then they, not its account's, price it."""
+    if label == "default/1" and project == "p1":
+        return rtype in ("instance", "share") and (
+            dt.datetime(2026, 10, 5) <= moment < dt.datetime(2026, 10, 12, 6))
+    return label == "default/3" and project == "p1" and rtype == "volume"
+
+
+def _account_at(moves: list[tuple[str, str, dt.datetime]], project: str,
+                moment: dt.datetime) -> str | None:
+    """The account the drawn memberships put ``project`` in at ``moment``."""
+    found = None
+    for name, member, at in sorted(moves, key=lambda move: move[2]):
+        if member == project and at <= moment:
+            found = name
+    return found
+
+
+def _account_rate(line: dict[str, Any], project: str, moment: dt.datetime,
+                  terms: AccountTerms, moves: list[tuple[str, str, dt.datetime]]
+                  ) -> Decimal | None:
+    """The rate drawn account terms give ``line`` at ``moment`` (None: none do)."""
+    name = _account_at(moves, project, moment)
+    term = terms.get((line["price_list_version"], name or ""))
+    if term is None or not term[0] <= moment or (term[1] is not None and moment >= term[1]):
+        return None
+    rtype = line["resource_type"]
+    if rtype not in term[2] or _own_override(line["price_list_version"], project, rtype,
+                                             moment):
+        return None
+    entry = term[2][rtype]
+    if rtype != "instance":
+        return Decimal(entry["rate"])
+    size = line["size"] or {}
+    if size.get("flavor") in entry["by_flavor"]:
+        return Decimal(entry["by_flavor"][size["flavor"]])
+    return Decimal(entry["by_resources"]["vcpus"]) * size["vcpus"]
+
+
+def _check_account_rates(session: Session, terms: AccountTerms,
+                         moves: list[tuple[str, str, dt.datetime]]) -> None:
+    """Every line of p1 and p2 is priced at the rate the drawn account terms give it
+    where they do, the same at both its ends (a line is cut where they change)."""
+    for period in ("2026-10", "2026-11", "2026-12"):
+        for project in ("p1", "p2"):
+            document = json.loads(service.statement_text(session, "c1", project, period, NOW))
+            for line in document["lines"]:
+                start, end = _instant(line["start"]), _instant(line["end"])
+                expected = _account_rate(line, project, start, terms, moves)
+                last = max(start, end - dt.timedelta(microseconds=1))
+                assert expected == _account_rate(line, project, last, terms, moves), line
+                if expected is not None and line["rate"] is not None:
+                    assert Decimal(line["rate"]) == expected, line
+
+
 def register_share(session: Session) -> None:
     """Register the share's size schema (a version pricing shares needs it)."""
     writes.of(session).upsert_resource_type(session, "openstack", "share", SHARE_SCHEMA, NOW)
@@ -296,10 +403,12 @@ def _check_accounts(session: Session, period: str,
 
 
 def _check(factory: sessionmaker[Session], frozen_before: dict[str, dict[str, Any]],
-           closed_accounts: dict[tuple[str, str], str]) -> None:
+           closed_accounts: dict[tuple[str, str], str], terms: AccountTerms,
+           moves: list[tuple[str, str, dt.datetime]]) -> None:
     with factory() as session:
         for period in ("2026-10", "2026-11", "2026-12"):
             _check_accounts(session, period, closed_accounts)
+        _check_account_rates(session, terms, moves)
         closed = statements.closed_periods(session, "c1")
         timeline = versions.timeline(session, "c1")
         pending: dict[str, dict[str, Decimal]] = collections.defaultdict(
@@ -367,16 +476,21 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
     flavor_tiers = _tiers(data, "m1.small", [10, 100, 1000], ["0.020", "0.010", "0.030"])
     later_prices = _tiered(LATER, "share", _tiers(data, "share", [10, 100, 1000],
                                            ["0.0125", "0.005", "0.02"]))
+    terms: AccountTerms = {}
     with factory() as session:
         register_share(session)
-        for document in SIZED_PRICES:
-            versions.add(session, "default", _flavor_tiered(_volume_typed(
+        for name in ACCOUNTS:  # before the versions naming them in their account terms
+            accounts.add(session, {"account_id": name}, "test", NOW)
+        for number, document in enumerate(SIZED_PRICES, 1):
+            versions.add(session, "default", {**_flavor_tiered(_volume_typed(
                 _tiered(document, "volume", volume_tiers), volume_types), flavor_tiers),
+                "account_terms": _account_terms(
+                    data, f"default/{number}",
+                    dt.datetime.strptime(document["effective_from"], "%Y-%m-%dT%H:%M:%SZ"),
+                    terms)},
                 "test", NOW)
         # Observed since before October (the property is about arrival orders and close
         # points, not where the history begins: test_close_acceptance.py is).
-        for name in ACCOUNTS:
-            accounts.add(session, {"account_id": name}, "test", NOW)
         moves = [("a", "p1", dt.datetime(2026, 9, 1)),
                  ("b", "p1", START + dt.timedelta(
                      hours=data.draw(st.integers(0, 24 * 80), label="p1 moves (h)"))),
@@ -385,7 +499,7 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
         for name, project, at in moves:
             accounts.add_membership(session, name, {
                 "cloud": "c1", "project_id": project,
-                "effective_from": at.strftime("%Y-%m-%dT%H:%M:%SZ")}, "test", NOW)
+                "effective_from": _stamp(at)}, "test", NOW)
         session.add(SyncRun(id="run-0", cloud="c1", status="completed",
                             started_at=dt.datetime(2026, 9, 30),
                             completed_at=dt.datetime(2026, 9, 30, 0, 5), stats={}))
@@ -423,7 +537,7 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
                             "effective_from": f"{period}-01T00:00:00Z", "percent": "50",
                             "reason": "too late"}, "test", NOW)
             session.rollback()
-        _check(factory, frozen_before, closed_accounts)
+        _check(factory, frozen_before, closed_accounts, terms, moves)
         if period == "2026-10" and data.draw(st.booleans(), label="reverse on November"):
             with factory() as session:
                 first_line = manual_lines.listed(session, "a", cloud="c1", period="2026-10",
@@ -438,12 +552,14 @@ def _example(factory: sessionmaker[Session], history: list[dict[str, Any]],
             effective = dt.datetime(2026, 11, 1) + dt.timedelta(hours=later)
             with factory() as session:
                 versions.add(session, "default", {
-                    **later_prices, "effective_from": effective.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                    **later_prices, "effective_from": _stamp(effective),
+                    "account_terms": _account_terms(data, "default/3", effective, terms,
+                                                    ("instance", "volume"))},
                     "test", NOW)
                 session.commit()
     if history[second:]:
         seed(factory, history[second:])
-    _check(factory, frozen_before, closed_accounts)
+    _check(factory, frozen_before, closed_accounts, terms, moves)
 
 
 def _line(kind: str, amount: str, period: str) -> dict[str, Any]:
