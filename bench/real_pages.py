@@ -49,8 +49,9 @@ keeps its INFO log in memory; each service is one process (the drivers' wsgiref
 server, a thread a request) on this machine's 2 cores shared with other work, so the
 wall figures move with its load (printed) and the CPU figures do not.  For the
 simulated cloud, the CPU figures are the floor to give; the wall ones, what this
-machine answered.  Neutron and octavia cannot be installed here, so no figure is
-measured for ``network`` or ``load-balancer`` (docs/simcloud.md, "Page latency").
+machine answered.  Neutron and octavia have no driver in the real-services tier, so no
+figure is measured for ``network`` or ``load-balancer`` (docs/simcloud.md, "Page
+latency").
 Usage, from the checkout:
 
     python bench/real_pages.py [--count 1100] [--limits 10,100,500,1000] [--rounds 7]
