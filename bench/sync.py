@@ -20,12 +20,18 @@ loopback port) and a fresh PostgreSQL database:
 
 ``--page-latency SERVICE=MS+MS_PER_ITEM`` gives the simulated services what a page
 costs a real one (docs/simcloud.md, "Page latency"), the baselines and the syncs
-alike.  It prints the times and the ratios sync / listing (targets: full <= 1.5,
-incremental <= 1.5 against listing the changes alone; the runs must also stay far
-inside the 45 s budget).  Usage, from the checkout:
+alike; unset, none.  The figures measured on real nova, cinder and glance by
+bench/real_pages.py (their CPU per page; no figure for neutron or octavia) are the
+ones to give for a run that should weigh as a real cloud's pages do:
+``--page-latency compute=53.6+4.890 --page-latency block-storage=42.8+0.587
+--page-latency image=24.3+0.397`` (nova's 4.9 ms a server alone adds 4.9 s to a full
+listing per 1,000 servers: the 45 s budget below is the simulated cloud's own pages').
+It prints the times and the ratios sync / listing (targets: full <= 1.5, incremental
+<= 1.5 against listing the changes alone; the runs must also stay far inside the 45 s
+budget).  Usage, from the checkout:
 
     python bench/sync.py [--scale 100000] [--rounds 3] [--churn 0.005]
-                         [--page-latency compute=40+0.8 ...]
+                         [--page-latency compute=53.6+4.890 ...]
 
 Needs the PostgreSQL named by TALLY_TEST_PG_URL (loopback default); creates and drops
 its own database.

@@ -296,6 +296,35 @@ def records(workdir: Path) -> list[dict]:
         return [dict(row) for row in rows]
 
 
+def populate(count: int, projects: int) -> list[str]:
+    """``count`` available volumes of the default type on the one backend, spread over
+    ``projects`` projects, written into cinder's database through its own objects
+    (``objects.Volume.create``), not ``count`` creates through the API and the
+    scheduler: what a listing reads.  Their ids."""
+    if count < 1 or projects < 1:
+        raise ValueError(f"populate needs count >= 1 and projects >= 1, "
+                         f"not {count} and {projects}")
+    from oslo_utils import timeutils
+
+    from cinder import context, objects
+    from cinder.volume import volume_types
+
+    ctxt = context.get_admin_context()
+    default = volume_types.get_default_volume_type(ctxt)
+    created = []
+    for index in range(count):
+        project = f"{index % projects:032x}"
+        volume = objects.Volume(
+            context=ctxt, project_id=project, user_id=f"user-{project}",
+            display_name=f"paged-{index}", size=1, status="available",
+            attach_status="detached", volume_type_id=default["id"],
+            availability_zone="nova", host=f"{HOST}@{BACKEND}#{BACKEND}",
+            launched_at=timeutils.utcnow(), bootable=False, multiattach=False)
+        volume.create()
+        created.append(volume.id)
+    return created
+
+
 def reply(obj) -> None:
     CHANNEL.write(json.dumps(obj, default=str) + "\n")
     CHANNEL.flush()
@@ -336,6 +365,9 @@ def main() -> int:
                     reply({"ok": list(recorder.records)})
             elif op == "records":
                 reply({"ok": records(workdir)})
+            elif op == "populate":
+                reply({"ok": populate(int(command["count"]),
+                                      int(command.get("projects", 10)))})
             else:
                 reply({"error": f"unknown op {op!r}"})
         except Exception:  # noqa: BLE001 - the test shows cinder's traceback

@@ -202,6 +202,41 @@ def records(workdir: Path) -> list[dict]:
         return [dict(row) for row in rows]
 
 
+def populate(workdir: Path, count: int, projects: int) -> list[str]:
+    """``count`` active private images, each with a file location, spread over
+    ``projects`` owners, written into glance's database through its own DB API
+    (``image_create``), not ``count`` creates and uploads: what a listing reads.
+    Their ids."""
+    if count < 1 or projects < 1:
+        raise ValueError(f"populate needs count >= 1 and projects >= 1, "
+                         f"not {count} and {projects}")
+    import hashlib
+    import uuid
+
+    from glance import context
+    from glance.db import get_api
+
+    db = get_api()
+    ctxt = context.get_admin_context()
+    created = []
+    for index in range(count):
+        image = str(uuid.uuid4())
+        data = image.encode()
+        db.image_create(ctxt, {
+            "id": image, "name": f"paged-{index}", "owner": f"{index % projects:032x}",
+            "status": "active", "visibility": "private", "protected": False,
+            "os_hidden": False, "disk_format": "raw", "container_format": "bare",
+            "size": len(data), "virtual_size": len(data), "min_disk": 0, "min_ram": 0,
+            "checksum": hashlib.md5(data, usedforsecurity=False).hexdigest(),
+            "os_hash_algo": "sha512", "os_hash_value": hashlib.sha512(data).hexdigest(),
+            "properties": {},
+            "locations": [{"url": f"file://{workdir / 'images' / image}",
+                           "metadata": {}, "status": "active"}],
+        })
+        created.append(image)
+    return created
+
+
 def reply(obj) -> None:
     CHANNEL.write(json.dumps(obj, default=str) + "\n")
     CHANNEL.flush()
@@ -248,6 +283,9 @@ def main() -> int:
                     reply({"ok": list(recorder.records)})
             elif op == "records":
                 reply({"ok": records(workdir)})
+            elif op == "populate":
+                reply({"ok": populate(workdir, int(command["count"]),
+                                      int(command.get("projects", 10)))})
             else:
                 reply({"error": f"unknown op {op!r}"})
         except Exception:  # noqa: BLE001 - the test shows glance's traceback

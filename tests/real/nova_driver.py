@@ -58,8 +58,10 @@ import requests
 from nova import context as nova_context
 from nova import objects
 from nova import rpc
+from nova.network import model as network_model
 from oslo_config import cfg
 from oslo_serialization import jsonutils
+from oslo_utils import timeutils
 
 CONF = cfg.CONF
 ARGS: argparse.Namespace
@@ -71,6 +73,8 @@ sys.stdout = sys.stderr
 # nova's own waits poll every 0.5 s, ten times; a loaded machine needs longer.
 WAIT_POLLS = 120
 BUILD_ATTEMPTS = 3
+# nova's fake glance's image (integrated_helpers builds its servers on it).
+IMAGE = "155d900f-4e14-4e4c-a73d-069cbf4541e6"
 
 
 class RecordingNotifier:
@@ -243,6 +247,8 @@ class NovaLife(integrated_helpers._IntegratedTestBase):
                 return list(self.recorder.records)
         if op == "records":
             return self.records()
+        if op == "populate":
+            return self.populate(int(command["count"]), int(command.get("projects", 10)))
         server = self.api.get_server(command["id"])
         if op == "stop":
             self._stop_server(server)
@@ -303,6 +309,42 @@ class NovaLife(integrated_helpers._IntegratedTestBase):
             self._delete_server(server)
         raise AssertionError(f"server {command['name']!r} not ACTIVE after {attempt} "
                              f"build(s): {server['status']} {server.get('fault')}")
+
+    def populate(self, count: int, projects: int) -> list[str]:
+        """``count`` ACTIVE instances on the one compute, spread over ``projects``
+        projects, written straight into cell1's database through nova's own objects (as
+        nova's functional InstanceListTestCase does) with their instance mappings in the
+        API database: what a listing reads, without ``count`` boots.  Their uuids."""
+        if count < 1 or projects < 1:
+            raise ValueError(f"populate needs count >= 1 and projects >= 1, "
+                             f"not {count} and {projects}")
+        ctxt = nova_context.get_admin_context()
+        cell = self.cell_mappings["cell1"]
+        host = self.compute.host
+        created = []
+        with nova_context.target_cell(ctxt, cell) as cctxt:
+            flavor = objects.Flavor.get_by_flavor_id(cctxt, "1")
+            [node] = objects.ComputeNodeList.get_all_by_host(cctxt, host)
+            for index in range(count):
+                project = f"{index % projects:032x}"
+                inst = objects.Instance(
+                    context=cctxt, project_id=project, user_id=f"user-{project}",
+                    display_name=f"paged-{index}", hostname=f"paged-{index}",
+                    image_ref=IMAGE, flavor=flavor, instance_type_id=flavor.id,
+                    memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
+                    root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
+                    vm_state="active", power_state=1, task_state=None,
+                    host=host, node=node.hypervisor_hostname, compute_id=node.id,
+                    availability_zone="nova", launched_at=timeutils.utcnow(),
+                    info_cache=objects.InstanceInfoCache(
+                        network_info=network_model.NetworkInfo([])),
+                    metadata={}, system_metadata={})
+                inst.create()
+                objects.InstanceMapping(context=ctxt, project_id=project,
+                                        user_id=inst.user_id, instance_uuid=inst.uuid,
+                                        cell_mapping=cell, queued_for_delete=False).create()
+                created.append(inst.uuid)
+        return created
 
     def records(self) -> list[dict]:
         """nova's own instance rows (deleted ones too), from the cell database."""

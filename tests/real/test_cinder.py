@@ -40,6 +40,7 @@ from simcloud.server import SimCloudServer
 from tests.e2e.harness import Collector, Reporting, wait_until
 from tests.real.service_process import ServiceProcess, service_python, venv_path
 from tests.real.test_nova import Witness
+from tests.unit.simcloud.apihelp import password_token
 
 HERE = Path(__file__).resolve().parent
 REQUIREMENTS = HERE / "cinder-requirements.txt"
@@ -395,4 +396,37 @@ def test_tally_against_real_cinder(real_cinder_factory: Any, pg_database: str,
         if reporting is not None:
             reporting.stop()
         witness.stop()
+        world.stop()
+
+
+def test_populate_writes_volumes_the_api_lists_and_pages(real_cinder_factory: Any) -> None:
+    """The driver's ``populate`` (bench/real_pages.py's resources): volumes in cinder's
+    database that cinder's own API lists for the admin across projects, in pages
+    linked by its markers; a count below one is refused."""
+    world = SimCloudServer(WorldConfig(seed=29, scale=5, empty_start=True))
+    world.start()
+    try:
+        cinder = real_cinder_factory("fake:/", f"{world.base_url}/identity",
+                                     "cinder-populate")
+        created = cinder.call("populate", count=3, projects=2)
+        admin = world.identity.users["admin"]
+        headers = {"X-Auth-Token": password_token(world, "admin")}
+        url: str | None = (f"{cinder.volume_url}/v3/{admin.project_id}/volumes/detail"
+                           "?all_tenants=1&limit=2")
+        listed: list[dict[str, Any]] = []
+        while url is not None:
+            answer = requests.get(url, headers=headers, timeout=60)
+            assert answer.status_code == 200, answer.text
+            listed.extend(answer.json()["volumes"])
+            url = next((link["href"] for link in answer.json().get("volumes_links", [])
+                        if link["rel"] == "next"), None)
+        assert sorted(v["id"] for v in listed) == sorted(created)
+        assert {v["os-vol-tenant-attr:tenant_id"] for v in listed} == \
+            {f"{0:032x}", f"{1:032x}"}
+        assert {(v["status"], v["volume_type"], v["size"]) for v in listed} == \
+            {("available", "__DEFAULT__", 1)}
+        assert {r["id"] for r in cinder.call("records")} == set(created)
+        with pytest.raises(AssertionError, match="count >= 1"):
+            cinder.call("populate", count=0)
+    finally:
         world.stop()

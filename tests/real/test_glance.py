@@ -39,6 +39,7 @@ from simcloud.server import SimCloudServer
 from tests.e2e.harness import Collector, Reporting, wait_until
 from tests.real.service_process import ServiceProcess, service_python, venv_path
 from tests.real.test_nova import Witness
+from tests.unit.simcloud.apihelp import password_token
 
 HERE = Path(__file__).resolve().parent
 REQUIREMENTS = HERE / "glance-requirements.txt"
@@ -288,4 +289,33 @@ def test_tally_against_real_glance(real_glance_factory: Any, pg_database: str,
         if reporting is not None:
             reporting.stop()
         witness.stop()
+        world.stop()
+
+
+def test_populate_writes_images_the_api_lists_and_pages(real_glance_factory: Any) -> None:
+    """The driver's ``populate`` (bench/real_pages.py's resources): images in glance's
+    database that glance's own API lists for the admin across owners, in pages linked
+    by its next links; a count below one is refused."""
+    world = SimCloudServer(WorldConfig(seed=33, scale=5, empty_start=True))
+    world.start()
+    try:
+        glance = real_glance_factory("fake:/", f"{world.base_url}/identity",
+                                     "glance-populate")
+        created = glance.call("populate", count=3, projects=2)
+        headers = {"X-Auth-Token": password_token(world, "admin")}
+        url: str | None = "/v2/images?visibility=all&member_status=all&limit=2"
+        listed: list[dict[str, Any]] = []
+        while url is not None:
+            answer = requests.get(f"{glance.image_url}{url}", headers=headers, timeout=60)
+            assert answer.status_code == 200, answer.text
+            listed.extend(answer.json()["images"])
+            url = answer.json().get("next")
+        assert sorted(i["id"] for i in listed) == sorted(created)
+        assert {i["owner"] for i in listed} == {f"{0:032x}", f"{1:032x}"}
+        assert {(i["status"], i["visibility"], i["os_hidden"]) for i in listed} == \
+            {("active", "private", False)}
+        assert {r["id"] for r in glance.call("records")} == set(created)
+        with pytest.raises(AssertionError, match="count >= 1"):
+            glance.call("populate", count=0)
+    finally:
         world.stop()

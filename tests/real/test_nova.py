@@ -25,6 +25,7 @@ from typing import Any
 
 import oslo_messaging
 import pytest
+import requests
 import yaml
 from oslo_config import cfg
 
@@ -34,6 +35,7 @@ from simcloud.clouds_yaml import ADMIN_ENTRY
 from simcloud.config import WorldConfig
 from simcloud.server import SimCloudServer
 from tests.e2e.harness import Collector, Reporting, wait_until
+from tests.unit.simcloud.apihelp import password_token
 
 CLOUD = "realnova"
 SETTLE_S = 2.0
@@ -262,3 +264,33 @@ def intervals_of(reporting: Reporting, instance: str) -> list[dict[str, Any]]:
     path = f"/v1/resources/openstack/{CLOUD}/instance/{instance}/lifecycle"
     intervals: list[dict[str, Any]] = reporting.get(path)["intervals"]
     return intervals
+
+
+def test_populate_writes_instances_the_api_lists_and_pages(real_nova_factory: Any) -> None:
+    """The driver's ``populate`` (bench/real_pages.py's resources): instances in nova's
+    cell database that nova's own API lists for the admin across projects, in pages
+    linked by its markers; a count below one is refused."""
+    world = SimCloudServer(WorldConfig(seed=34, scale=5, empty_start=True))
+    world.start()
+    try:
+        nova = real_nova_factory("fake:/", f"{world.base_url}/identity", "nova-populate")
+        created = nova.call("populate", count=3, projects=2)
+        headers = {"X-Auth-Token": password_token(world, "admin"),
+                   "OpenStack-API-Version": "compute 2.69"}
+        url: str | None = f"{nova.compute_url}/servers/detail?all_tenants=1&limit=2"
+        listed: list[dict[str, Any]] = []
+        while url is not None:
+            answer = requests.get(url, headers=headers, timeout=60)
+            assert answer.status_code == 200, answer.text
+            listed.extend(answer.json()["servers"])
+            url = next((link["href"] for link in answer.json().get("servers_links", [])
+                        if link["rel"] == "next"), None)
+        assert sorted(s["id"] for s in listed) == sorted(created)
+        assert {s["tenant_id"] for s in listed} == {f"{0:032x}", f"{1:032x}"}
+        assert {(s["status"], s["flavor"]["original_name"]) for s in listed} == \
+            {("ACTIVE", "m1.tiny")}
+        assert {r["id"] for r in nova.call("records")} == set(created)
+        with pytest.raises(AssertionError, match="count >= 1"):
+            nova.call("populate", count=0)
+    finally:
+        world.stop()
