@@ -34,6 +34,8 @@ def _add_commands(subparsers: argparse._SubParsersAction) -> None:
         "ensure", help="create the partitions of this month and the next N, and of every "
                        "month the DEFAULT partitions hold rows of")
     ensure.add_argument("--months-ahead", type=int, default=3, metavar="N")
+    ensure.add_argument("--since", metavar="YYYY-MM",
+                        help="also every month from YYYY-MM to this one")
 
     history = subparsers.add_parser("history", help="retention of the history (PostgreSQL)")
     actions = history.add_subparsers(dest="action", metavar="ACTION")
@@ -70,8 +72,13 @@ def _history(conf: cfg.ConfigOpts) -> str:
             before = partitions.month_start(command.before)
         except ValueError as exc:
             raise ConfigError(f"--before: {exc}") from exc
-    elif command.months_ahead < 0:
-        raise ConfigError(f"--months-ahead must be 0 or more, not {command.months_ahead}")
+    else:
+        if command.months_ahead < 0:
+            raise ConfigError(f"--months-ahead must be 0 or more, not {command.months_ahead}")
+        try:
+            since = partitions.month_start(command.since) if command.since else None
+        except ValueError as exc:
+            raise ConfigError(f"--since: {exc}") from exc
     _refuse_a_missing_database(conf.database.connection)
     engine = make_engine(conf.database.connection, pool_size=1, max_overflow=0)
     try:
@@ -80,7 +87,7 @@ def _history(conf: cfg.ConfigOpts) -> str:
                 if not partitions.is_partitioned(conn):
                     return ("the history is not partitioned (SQLite, or PostgreSQL before "
                             "migration 0032): nothing to create")
-            created = partitions.ensure(engine, command.months_ahead, utcnow())
+            created = partitions.ensure(engine, command.months_ahead, utcnow(), since)
             return ("created " + ", ".join(created)) if created else (
                 "every partition exists already")
         archive = Path(command.archive) if command.archive else None

@@ -110,11 +110,12 @@ def _default_months(conn: sa.Connection, table: str, key: str) -> list[dt.dateti
         f'WHERE "{key}" IS NOT NULL')).scalars())
 
 
-def ensure(engine: sa.Engine, months_ahead: int, now: dt.datetime) -> list[str]:
-    """Create the partitions of the month of ``now`` and ``months_ahead`` after it, and
-    of every month the DEFAULT partitions hold rows of; answers the partitions created
-    (empty when all existed, or on SQLite).  Each partition is created in its own
-    transaction."""
+def ensure(engine: sa.Engine, months_ahead: int, now: dt.datetime,
+           since: dt.datetime | None = None) -> list[str]:
+    """Create the partitions of the month of ``now`` and ``months_ahead`` after it (and
+    of every month from ``since`` on, when given), and of every month the DEFAULT
+    partitions hold rows of; answers the partitions created (empty when all existed, or
+    on SQLite).  Each partition is created in its own transaction."""
     if months_ahead < 0:
         raise ValueError(f"--months-ahead must be 0 or more, not {months_ahead}")
     created: list[str] = []
@@ -123,8 +124,12 @@ def ensure(engine: sa.Engine, months_ahead: int, now: dt.datetime) -> list[str]:
             return created
     current = dt.datetime(now.year, now.month, 1)
     wanted = [current]
+    month = since
+    while month is not None and month < current:
+        wanted.append(month)
+        month = _next(month)
     for _ in range(months_ahead):
-        wanted.append(_next(wanted[-1]))
+        wanted.append(_next(max(wanted)))
     for table, key in TABLES:
         with engine.connect() as conn:
             months = set(wanted) | set(_default_months(conn, table, key))

@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
+from reporting.clock import utcnow
 from reporting.cmd import manage
 from reporting.db import partitions
 from reporting.db.engine import make_engine, make_sessionmaker
@@ -187,5 +188,15 @@ def test_tally_manage_partitions_and_prune(db_url: str, tmp_path: Path,
         return
     assert manage.main([*base, "partitions", "ensure", "--months-ahead", "0"]) == 0
     assert "every partition exists already" in capsys.readouterr().out
+    assert manage.main([*base, "partitions", "ensure", "--since", "2026-7"]) == 2
+    assert "--since: '2026-7' is not a month" in capsys.readouterr().err
+    # The migration made this month and later ones: --since adds the two before it.
+    this = utcnow().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    earlier = [(this - dt.timedelta(days=days)).strftime("y%Ym%m") for days in (40, 10)]
+    assert manage.main([*base, "partitions", "ensure", "--months-ahead", "0",
+                        "--since", (this - dt.timedelta(days=40)).strftime("%Y-%m")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "created " + ", ".join(
+        f"tally_history.{table}_{month}" for table in ("events", "resource_intervals")
+        for month in earlier)
     assert manage.main([*base, "history", "prune", "--before", "2001-01"]) == 0
     assert "nothing pruned" in capsys.readouterr().out
