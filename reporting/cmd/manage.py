@@ -1,4 +1,7 @@
-"""``tally-manage --config-file F db upgrade [REV] | downgrade REV | current``."""
+"""``tally-manage --config-file F db upgrade [REV] | downgrade REV | current``,
+``partitions ensure [--months-ahead N]`` and ``history prune --before YYYY-MM
+[--archive DIR]`` (the monthly partitions of the history on PostgreSQL:
+``reporting.db.partitions``, docs/operations.md "Partitioning and retention")."""
 
 from __future__ import annotations
 
@@ -23,6 +26,27 @@ def _add_commands(subparsers: argparse._SubParsersAction) -> None:
     down.add_argument("revision")
     actions.add_parser("current", help="print the revision the database is at")
 
+    partitions = subparsers.add_parser(
+        "partitions", help="the monthly partitions of the history (PostgreSQL)")
+    actions = partitions.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    ensure = actions.add_parser(
+        "ensure", help="create the partitions of this month and the next N, and of every "
+                       "month the DEFAULT partitions hold rows of")
+    ensure.add_argument("--months-ahead", type=int, default=3, metavar="N")
+    ensure.add_argument("--since", metavar="YYYY-MM",
+                        help="also every month from YYYY-MM to this one")
+
+    history = subparsers.add_parser("history", help="retention of the history (PostgreSQL)")
+    actions = history.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    prune = actions.add_parser(
+        "prune", help="drop the partitions of the months before YYYY-MM, when no open "
+                      "period, live resource or unbooked late event needs them")
+    prune.add_argument("--before", required=True, metavar="YYYY-MM")
+    prune.add_argument("--archive", metavar="DIR",
+                       help="write each partition to DIR/<partition>.csv before dropping it")
+
 
 def _refuse_a_missing_database(url: str) -> None:
     """``db current`` on a database that does not exist where opening it creates it (an
@@ -35,9 +59,53 @@ def _refuse_a_missing_database(url: str) -> None:
         raise ConfigError(f"[database] connection {problem} (db upgrade creates it)")
 
 
+def _history(conf: cfg.ConfigOpts) -> str:
+    from pathlib import Path
+
+    from reporting.clock import utcnow
+    from reporting.db import partitions
+    from reporting.db.engine import make_engine
+
+    command = conf.command
+    if command.name == "history":
+        try:
+            before = partitions.month_start(command.before)
+        except ValueError as exc:
+            raise ConfigError(f"--before: {exc}") from exc
+    else:
+        if command.months_ahead < 0:
+            raise ConfigError(f"--months-ahead must be 0 or more, not {command.months_ahead}")
+        try:
+            since = partitions.month_start(command.since) if command.since else None
+        except ValueError as exc:
+            raise ConfigError(f"--since: {exc}") from exc
+    _refuse_a_missing_database(conf.database.connection)
+    engine = make_engine(conf.database.connection, pool_size=1, max_overflow=0)
+    try:
+        if command.name == "partitions":
+            with engine.connect() as conn:
+                if not partitions.is_partitioned(conn):
+                    return ("the history is not partitioned (SQLite, or PostgreSQL before "
+                            "migration 0032): nothing to create")
+            created = partitions.ensure(engine, command.months_ahead, utcnow(), since)
+            return ("created " + ", ".join(created)) if created else (
+                "every partition exists already")
+        archive = Path(command.archive) if command.archive else None
+        pruned = partitions.prune(engine, before, archive)
+    finally:
+        engine.dispose()
+    if not pruned.partitions:
+        return f"no partition holds a month before {command.before}: nothing pruned"
+    lines = ["dropped " + ", ".join(pruned.partitions)]
+    lines += [f"archived {path}" for path in pruned.archived]
+    return "\n".join(lines)
+
+
 def _run(conf: cfg.ConfigOpts) -> str:
     from reporting.db import migrations
 
+    if conf.command.name in ("partitions", "history"):
+        return _history(conf)
     action = conf.command.action
     if action == "current":
         _refuse_a_missing_database(conf.database.connection)

@@ -22,15 +22,21 @@ from sqlalchemy.orm import Session
 from reporting.db.writes import pg_batch
 from reporting.db.writes.base import CURRENT, INTERVALS, KEY_NAMES, FoldWrites
 
+# What every interval the fold ends or drops is (held_resources read it so): open.
+OPEN = ' AND t."end" IS NULL'
+
 
 def _names(columns: Sequence[str]) -> str:
     return ", ".join(f'"{c}"' for c in columns)
 
 
-def located_update(table: sa.Table, name: str, columns: Sequence[str], check: str) -> str:
+def located_update(table: sa.Table, name: str, columns: Sequence[str], check: str,
+                   where: str = "") -> str:
     """A CTE ``name`` updating ``columns`` of the rows at the locators ``:{name}_at``
-    from the JSON rows ``:{name}`` (each with its locator and ``check``, a column
-    that must match too: a row found elsewhere is not written).
+    from the JSON rows ``:{name}`` (each with its locator and ``check``, a unique
+    column that must match too: a row found elsewhere is not written, and a ctid
+    names a row within one partition only).  ``where``: a condition on ``t`` every
+    row meets (it prunes partitions).
 
     The locators travel inside the rows: the planner, which takes a recordset for 100
     rows, then finds each row by a TID scan of its locator, whatever the table's size."""
@@ -40,7 +46,7 @@ def located_update(table: sa.Table, name: str, columns: Sequence[str], check: st
         f"{name} AS (UPDATE {table.name} AS t SET {assignments} "  # noqa: S608 - model names
         f"FROM json_to_recordset(CAST(:{name} AS json)) AS r(locator tid, {definitions}) "
         f"WHERE t.ctid = ANY(CAST(:{name}_at AS tid[])) AND t.ctid = r.locator "
-        f'AND t."{check}" = r."{check}" RETURNING 1)'
+        f'AND t."{check}" = r."{check}"{where} RETURNING 1)'
     )
 
 
@@ -66,11 +72,13 @@ def write_fold(session: Session, planned: FoldWrites) -> None:
     params: dict[str, Any] = {}
     counted: dict[str, int] = {}
     if planned.dropped_interval_ids:
+        # Open intervals: all in one partition (migration 0032), which indexes their ids.
         parts.append("dropped AS (DELETE FROM resource_intervals "
-                     "WHERE id = ANY(CAST(:dropped AS bigint[])))")
+                     'WHERE "end" IS NULL AND id = ANY(CAST(:dropped AS bigint[])))')
         params["dropped"] = pg_batch.array_literal(planned.dropped_interval_ids)
     if planned.ended_intervals:
-        parts.append(located_update(INTERVALS, "ended", ["end"], check="id"))
+        parts.append(located_update(INTERVALS, "ended", ["end"], check="id",
+                                    where=OPEN))
         params["ended"], params["ended_at"] = located_rows(
             [(opened.locator, {"id": opened.id, "end": end})
              for opened, end in planned.ended_intervals])

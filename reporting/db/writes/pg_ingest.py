@@ -36,23 +36,51 @@ BLOCK = 1000
 
 _NAMES = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
 _BATCH_NAMES = ", ".join(f'b."{c}"' for c in EVENT_COLUMNS)
+_NUMBERED_NAMES = ", ".join(f'batch."{c}"' for c in EVENT_COLUMNS)
 _DEFINITIONS = pg_batch.column_definitions(EVENTS, EVENT_COLUMNS)
 _KEY_TEXT = "concat_ws(chr(31), platform, cloud, resource_type, resource_id)"
 
-STORE = sa.text(
-    "WITH held AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(CAST(:hold AS bigint))), "  # noqa: S608 - model names
-    "block AS MATERIALIZED (SELECT nextval(pg_get_serial_sequence('events', 'seq')) AS first "
-    "FROM held), "
-    f"stored AS (INSERT INTO events (seq, {_NAMES}, received_at) "
-    f"SELECT block.first + b.ord - 1, {_BATCH_NAMES}, CAST(:received_at AS timestamp) "
-    f"FROM block, ROWS FROM (json_to_recordset(CAST(:batch AS json)) AS ({_DEFINITIONS})) "
-    f"WITH ORDINALITY AS b({_NAMES}, ord) ORDER BY b.event_id "
-    "ON CONFLICT (event_id) DO NOTHING RETURNING seq, platform, cloud, resource_type, "
-    "resource_id), "
-    "locked AS MATERIALIZED (SELECT count(pg_advisory_xact_lock(k)) FROM "
-    f"(SELECT DISTINCT hashtextextended({_KEY_TEXT}, 0) AS k FROM stored ORDER BY 1) AS keys) "
-    "SELECT stored.seq - block.first, stored.seq FROM stored, block, locked"
-)
+# Migration 0032 partitions events by month: event_id's uniqueness across partitions
+# is the primary key of this table, which the statement writes first.
+EVENT_IDS = "tally_history.event_ids"
+
+
+def _store(partitioned: bool) -> sa.TextClause:
+    """The ingest statement; ``partitioned``: the history as migration 0032 leaves it
+    (the ids claimed in ``EVENT_IDS`` in event_id order, then the claimed events
+    inserted), else as before it (``ON CONFLICT`` on the events' own unique index)."""
+    numbered = (f"SELECT block.first + b.ord - 1 AS seq, {_BATCH_NAMES} "  # noqa: S608
+                f"FROM block, ROWS FROM (json_to_recordset(CAST(:batch AS json)) AS "
+                f"({_DEFINITIONS})) WITH ORDINALITY AS b({_NAMES}, ord)")
+    returned = "RETURNING seq, platform, cloud, resource_type, resource_id"
+    if partitioned:
+        stored = (
+            f"batch AS MATERIALIZED ({numbered}), "  # noqa: S608 - model names
+            f"claimed AS (INSERT INTO {EVENT_IDS} (event_id) "
+            "SELECT event_id FROM batch ORDER BY event_id "
+            "ON CONFLICT (event_id) DO NOTHING RETURNING event_id), "
+            f"stored AS (INSERT INTO events (seq, {_NAMES}, received_at) "
+            f"SELECT batch.seq, {_NUMBERED_NAMES}, "
+            "CAST(:received_at AS timestamp) FROM batch JOIN claimed "
+            f"ON claimed.event_id = batch.event_id {returned}), ")
+    else:
+        stored = (
+            f"stored AS (INSERT INTO events (seq, {_NAMES}, received_at) "  # noqa: S608
+            f"SELECT seq, {_NAMES}, CAST(:received_at AS timestamp) FROM ({numbered}) AS b "
+            f"ORDER BY event_id ON CONFLICT (event_id) DO NOTHING {returned}), ")
+    return sa.text(
+        "WITH held AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(CAST(:hold AS bigint))), "  # noqa: S608 - model names
+        "block AS MATERIALIZED (SELECT nextval(pg_get_serial_sequence('events', 'seq')) AS first "
+        f"FROM held), {stored}"
+        "locked AS MATERIALIZED (SELECT count(pg_advisory_xact_lock(k)) FROM "
+        f"(SELECT DISTINCT hashtextextended({_KEY_TEXT}, 0) AS k FROM stored ORDER BY 1) AS keys) "
+        "SELECT stored.seq - block.first, stored.seq FROM stored, block, locked"
+    )
+
+
+STORE = {partitioned: _store(partitioned) for partitioned in (False, True)}
+
+PARTITIONED = sa.text(f"SELECT to_regclass('{EVENT_IDS}') IS NOT NULL")
 
 LOCK = sa.text(
     "SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtextextended(key, 0) AS k "
@@ -67,12 +95,13 @@ def key_text(key: ResourceKey) -> str:
     return "\x1f".join(key)
 
 
-def store(session: Session, rows: Sequence[dict[str, Any]], hold: int) -> dict[str, int]:
+def store(session: Session, rows: Sequence[dict[str, Any]], hold: int, *, partitioned: bool
+          ) -> dict[str, int]:
     """``STORE`` of at most BLOCK rows; ``{event_id: seq}`` of those inserted."""
     params = {"hold": hold, "batch": pg_batch.dumps(rows),
               "received_at": rows[0]["received_at"]}
     return {rows[offset]["event_id"]: seq
-            for offset, seq in session.execute(STORE, params).all()}
+            for offset, seq in session.execute(STORE[partitioned], params).all()}
 
 
 def lock(session: Session, keys: Iterable[ResourceKey]) -> None:

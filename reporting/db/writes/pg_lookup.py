@@ -70,10 +70,14 @@ HISTORIES = sa.text(
 )
 
 # The intervals of the keys, found by probes and deleted through their ctids (a TID scan).
+# A ctid names a row within one partition only (migration 0032 partitions the
+# intervals): the id, unique across partitions (one sequence), must match too.
 DELETE_INTERVALS = sa.text(
-    "DELETE FROM resource_intervals WHERE ctid = ANY(ARRAY("  # noqa: S608
-    f"SELECT ri.at FROM {_IDS} CROSS JOIN LATERAL ("
-    + _probe("ctid AS at", "resource_intervals") + ") AS ri))"
+    "WITH found AS MATERIALIZED ("  # noqa: S608
+    f"SELECT ri.at, ri.id FROM {_IDS} CROSS JOIN LATERAL ("
+    + _probe("ctid AS at, id", "resource_intervals") + ") AS ri) "
+    "DELETE FROM resource_intervals WHERE ctid = ANY(ARRAY(SELECT at FROM found)) "
+    "AND id = ANY(ARRAY(SELECT id FROM found))"
 )
 
 

@@ -47,15 +47,27 @@ _NAMES = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
 # larger than a block): seq is drawn in batch order (ORDER BY ord before nextval
 # runs, in a materialised step), the rows are inserted in event_id order.
 _DEFINITIONS = pg_batch.column_definitions(EVENTS, EVENT_COLUMNS)
-_INSERT_EVENTS = sa.text(
+_NUMBERED = (
     "WITH batch AS MATERIALIZED ("  # noqa: S608 - names come from the model
     f"SELECT nextval(pg_get_serial_sequence('events', 'seq')) AS seq, {_NAMES} "
     f"FROM ROWS FROM (json_to_recordset(CAST(:batch AS json)) AS ({_DEFINITIONS})) "
     f"WITH ORDINALITY AS b({_NAMES}, ord) ORDER BY ord) "
-    f"INSERT INTO events (seq, {_NAMES}, received_at) "
-    f"SELECT seq, {_NAMES}, CAST(:received_at AS timestamp) FROM batch ORDER BY event_id "
-    "ON CONFLICT (event_id) DO NOTHING RETURNING event_id, seq"
 )
+_FROM_BATCH = ", ".join(f'batch."{c}"' for c in EVENT_COLUMNS)
+_INSERT_EVENTS = {
+    False: sa.text(
+        f"{_NUMBERED}INSERT INTO events (seq, {_NAMES}, received_at) "  # noqa: S608
+        f"SELECT seq, {_NAMES}, CAST(:received_at AS timestamp) FROM batch ORDER BY event_id "
+        "ON CONFLICT (event_id) DO NOTHING RETURNING event_id, seq"),
+    # Partitioned (migration 0032): the ids claimed first, in event_id order.
+    True: sa.text(
+        f"{_NUMBERED}, claimed AS (INSERT INTO {pg_ingest.EVENT_IDS} (event_id) "  # noqa: S608
+        "SELECT event_id FROM batch ORDER BY event_id "
+        "ON CONFLICT (event_id) DO NOTHING RETURNING event_id) "
+        f"INSERT INTO events (seq, {_NAMES}, received_at) "
+        f"SELECT batch.seq, {_FROM_BATCH}, CAST(:received_at AS timestamp) FROM batch "
+        "JOIN claimed ON claimed.event_id = batch.event_id RETURNING event_id, seq"),
+}
 _IDS = postgresql.ARRAY(sa.String)
 # Serialization failures are retried whole; deadlocks should no longer happen, but
 # a retry is still the right answer to one.
@@ -63,10 +75,12 @@ _RETRYABLE = ("40P01", "40001")  # deadlock_detected, serialization_failure
 
 
 def _update_located(session: Session, table: sa.Table,
-                    rows: Sequence[tuple[Any, dict[str, Any]]], check: str) -> None:
+                    rows: Sequence[tuple[Any, dict[str, Any]]], check: str, where: str = ""
+                    ) -> None:
     """UPDATE rows where the read under the same locks found them (a TID scan)."""
     columns = [c for c in rows[0][1] if c not in KEY_NAMES and c != check]
-    statement = (f"WITH {pg_fold.located_update(table, 'located', columns, check)} "  # noqa: S608
+    located = pg_fold.located_update(table, "located", columns, check, where)
+    statement = (f"WITH {located} "  # noqa: S608
                  "SELECT count(*) FROM located")
     batch, locators = pg_fold.located_rows(rows)
     updated = session.execute(sa.text(statement),
@@ -89,21 +103,29 @@ class PostgresWrites(Writes):
                                 pool_pre_ping=True, **options)
 
     def __init__(self) -> None:
-        # Whether the events sequence steps by a block (migration 0012), read once.
+        # Whether the events sequence steps by a block (migration 0016), and whether
+        # the history is partitioned (migration 0032), read once.
         self._blocks: bool | None = None
+        self._partitioned = False
+
+    def _read_shape(self, session: Session) -> None:
+        if self._blocks is None:
+            self._partitioned = session.execute(pg_ingest.PARTITIONED).scalar_one()
+            self._blocks = session.execute(pg_ingest.STEP).scalar_one() >= pg_ingest.BLOCK
 
     def insert_events(self, session: Session, rows: Sequence[dict[str, Any]]
                       ) -> dict[str, int]:
         # received_at travels once, beside the batch; the recordset ignores the key.
+        self._read_shape(session)
         params = {"batch": pg_batch.dumps(rows), "received_at": rows[0]["received_at"]}
-        return {event_id: seq for event_id, seq in session.execute(_INSERT_EVENTS, params)}
+        return {event_id: seq for event_id, seq
+                in session.execute(_INSERT_EVENTS[self._partitioned], params)}
 
     def store_events(self, session: Session, rows: Sequence[dict[str, Any]], *, hold: int
                      ) -> dict[str, int]:
-        if self._blocks is None:
-            self._blocks = session.execute(pg_ingest.STEP).scalar_one() >= pg_ingest.BLOCK
+        self._read_shape(session)
         if self._blocks and len(rows) <= pg_ingest.BLOCK:
-            return pg_ingest.store(session, rows, hold)
+            return pg_ingest.store(session, rows, hold, partitioned=self._partitioned)
         # Several statements; the resources are still locked in one, in key order.
         return super().store_events(session, rows, hold=hold)
 
@@ -173,7 +195,7 @@ class PostgresWrites(Writes):
         if ends:
             _update_located(session, INTERVALS,
                             [(opened.locator, {"id": opened.id, "end": end}) for opened, end in ends],
-                            check="id")
+                            check="id", where=pg_fold.OPEN)
 
     def insert_intervals(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
         if rows:

@@ -438,7 +438,7 @@ def _check(factory: sessionmaker[Session], frozen_before: dict[str, dict[str, An
 
 
 # Every table a history, a price list or a close writes.
-_TABLES = ("events, current_resources, resource_intervals, rejected_events, "
+_TABLES = ("events, tally_history.event_ids, current_resources, resource_intervals, rejected_events, "
            "price_list_versions, billing_periods, closed_statements, closed_kinds, "
            "closed_resource_amounts, "
            "billing_adjustments, sync_runs, billing_accounts, account_memberships, "

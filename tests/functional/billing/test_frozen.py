@@ -147,7 +147,8 @@ def test_both_freezes_answer_the_pure_rating_bytes(pg: sessionmaker[Session]) ->
     def run(history: list[dict[str, Any]]) -> None:
         with pg() as session:
             session.execute(sa.text(
-                "TRUNCATE events, current_resources, resource_intervals, billing_periods, "
+                "TRUNCATE events, tally_history.event_ids, current_resources, resource_intervals, "
+                "billing_periods, "
                 "closed_statements, closed_kinds"))
             session.commit()
         seed(pg, history)

@@ -86,7 +86,7 @@ def test_random_histories_agree(pg: sessionmaker[Session]) -> None:
     def run(history: list[dict[str, Any]]) -> None:
         with pg() as session:
             session.execute(sa.text(
-                "TRUNCATE events, current_resources, resource_intervals"))
+                "TRUNCATE events, tally_history.event_ids, current_resources, resource_intervals"))
             session.commit()
         seed(pg, history)
         with pg() as session:

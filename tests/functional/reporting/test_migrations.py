@@ -16,7 +16,7 @@ from alembic.runtime.migration import MigrationContext
 
 from mapping.size_schemas import LOADBALANCER_SEED_MARKER_KEY, SEEDED_SIZE_SCHEMAS
 from reporting.db import migrations
-from reporting.db.models import Base
+from reporting.db.models import POSTGRESQL_ONLY_DRIFT, Base
 
 # The first revisions and their ids are fixed; later components append to the chain.
 FIXED = ["0001_events", "0002_projection", "0003_rejected_events", "0004_resource_types",
@@ -95,6 +95,10 @@ def test_upgrade_downgrade_upgrade(empty_db_url: str) -> None:
         assert migrations.current(empty_db_url) == (target,)
 
 
+def _named(change: Any) -> tuple[str, str]:
+    return change[0], change[1].name
+
+
 def test_models_and_migrations_do_not_drift(db_url: str) -> None:
     engine = sa.create_engine(db_url)
     try:
@@ -103,7 +107,41 @@ def test_models_and_migrations_do_not_drift(db_url: str) -> None:
             diff = compare_metadata(context, Base.metadata)
     finally:
         engine.dispose()
-    assert diff == []
+    if db_url.startswith("sqlite"):
+        assert diff == []
+    else:
+        # Partitioned history: event_id unique through tally_history.event_ids (below).
+        assert all(isinstance(change, tuple) for change in diff), diff
+        assert sorted(map(_named, diff)) == sorted(POSTGRESQL_ONLY_DRIFT)
+
+
+def _catalog(url: str, query: str) -> list[Any]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(sa.text(query))]
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_the_history_is_partitioned_by_month_on_postgresql(db_url: str) -> None:
+    # What the comparison with the metadata cannot see: the partition keys, the keys
+    # that hold them, the dedup table's key and a DEFAULT partition behind each table.
+    assert _catalog(db_url, "SELECT c.relname, pg_get_partkeydef(c.oid) FROM pg_class c "
+                            "WHERE c.relkind = 'p' ORDER BY 1") == [
+        ("events", "RANGE (\"timestamp\")"), ("resource_intervals", "RANGE (\"end\")")]
+    keys = _catalog(db_url, "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) "
+                            "FROM pg_constraint WHERE contype IN ('p', 'u') AND conrelid = ANY("
+                            "ARRAY['events', 'resource_intervals', 'tally_history.event_ids']"
+                            "::regclass[]) ORDER BY 1, 2")
+    assert keys == [("events", "pk_events", 'PRIMARY KEY (seq, "timestamp")'),
+                    ("tally_history.event_ids", "pk_event_ids", "PRIMARY KEY (event_id)")]
+    defaults = _catalog(db_url, "SELECT inhparent::regclass::text, inhrelid::regclass::text "
+                                "FROM pg_inherits JOIN pg_class c ON c.oid = inhrelid "
+                                "WHERE pg_get_expr(c.relpartbound, c.oid) = 'DEFAULT' ORDER BY 1")
+    assert defaults == [("events", "tally_history.events_default"),
+                        ("resource_intervals", "tally_history.resource_intervals_default")]
 
 
 def test_is_at_head(empty_db_url: str) -> None:
@@ -552,3 +590,76 @@ def test_0031_adds_the_discounts_one_per_instant(empty_db_url: str) -> None:
     with engine.begin() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM account_discounts")).scalar() == 0
     engine.dispose()
+
+
+_HISTORY = (
+    # Events of three months, one of them years before the others (its own partition),
+    # and intervals ended in several months and open.
+    "INSERT INTO events (event_id, event_type, platform, cloud, resource_type, resource_id, "
+    "project_id, timestamp, source, payload, received_at) "
+    "SELECT 'e-' || g, 'compute.instance.update', 'openstack', 'c1', 'instance', "
+    "'vm-' || (g % 50), 'p-' || (g % 7), CASE WHEN g % 97 = 0 THEN :old ELSE :t0 END "
+    "+ g * interval '37 minutes', 'collector', '{\"n\": 1}', :t0 FROM generate_series(1, 4000) g",
+    "INSERT INTO resource_intervals (platform, cloud, resource_type, resource_id, start, "
+    "\"end\", project_id, state, size, event_id) SELECT 'openstack', 'c1', 'instance', "
+    "'vm-' || g, :t0 + g * interval '1 hour', CASE WHEN g % 3 = 0 THEN NULL "
+    "ELSE :t0 + g * interval '2 hours' END, 'p-1', 'active', '{\"vcpus\": 2}', 'e-' || g "
+    "FROM generate_series(1, 1500) g",
+)
+
+
+def _rows(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return {table: [tuple(r) for r in conn.execute(sa.text(
+                f"SELECT * FROM {table} ORDER BY {key}"))]  # noqa: S608 - our names
+                for table, key in (("events", "seq"), ("resource_intervals", "id"))}
+    finally:
+        engine.dispose()
+
+
+def _sequences(url: str) -> list[tuple[Any, ...]]:
+    return _catalog(url, "SELECT last_value, increment_by, cache_size FROM pg_sequences "
+                         "WHERE sequencename IN ('events_seq_seq', 'resource_intervals_id_seq') "
+                         "ORDER BY sequencename") if not url.startswith("sqlite") else []
+
+
+def test_0032_keeps_every_row_of_a_populated_history_both_ways(empty_db_url: str) -> None:
+    migrations.upgrade(empty_db_url, "0031_account_discounts")
+    engine = sa.create_engine(empty_db_url)
+    with engine.begin() as conn:
+        for statement in _HISTORY if not empty_db_url.startswith("sqlite") else ():
+            conn.execute(sa.text(statement), {"t0": dt.datetime(2026, 3, 1),
+                                              "old": dt.datetime(2019, 6, 1)})
+        if empty_db_url.startswith("sqlite"):  # no generate_series: a few rows by hand
+            for n in range(1, 40):
+                conn.execute(sa.text(
+                    "INSERT INTO events (event_id, event_type, platform, cloud, resource_type, "
+                    "resource_id, project_id, timestamp, source, payload, received_at) VALUES "
+                    "(:e, 't', 'openstack', 'c1', 'instance', 'vm', 'p', :t, 'collector', '{}', "
+                    ":t)"), {"e": f"e-{n}", "t": dt.datetime(2026, 1 + n % 12, 1)})
+    engine.dispose()
+    before, sequences = _rows(empty_db_url), _sequences(empty_db_url)
+    assert len(before["events"]) > 0
+    migrations.upgrade(empty_db_url)
+    assert _rows(empty_db_url) == before
+    assert _sequences(empty_db_url) == sequences
+    if not empty_db_url.startswith("sqlite"):
+        placed = dict(_catalog(empty_db_url, "SELECT tableoid::regclass::text, count(*) "
+                                             "FROM events GROUP BY 1"))
+        assert placed["tally_history.events_y2019m06"] > 0  # a month of its own
+        assert placed.get("tally_history.events_default", 0) == 0
+        ids = _catalog(empty_db_url, "SELECT count(*) FROM tally_history.event_ids")
+        assert ids == [(len(before["events"]),)]
+        opened = _catalog(empty_db_url, "SELECT count(*) FROM tally_history."
+                                        "resource_intervals_default")
+        assert opened == [(500,)]  # the open intervals
+    migrations.downgrade(empty_db_url, "0031_account_discounts")
+    assert _rows(empty_db_url) == before
+    assert _sequences(empty_db_url) == sequences
+    if not empty_db_url.startswith("sqlite"):
+        assert _catalog(empty_db_url, "SELECT to_regnamespace('tally_history')") == [(None,)]
+        assert _catalog(empty_db_url, "SELECT conname FROM pg_constraint WHERE conrelid = "
+                                      "'events'::regclass ORDER BY 1") == [
+            ("pk_events",), ("uq_events_event_id",)]
