@@ -43,7 +43,7 @@ SELECT * FROM (
                                ELSE 'PENDING_UPDATE' END AS flipped
   FROM resource_intervals ri
   WHERE ri.cloud = :cloud AND ri.start < TIMESTAMP '2026-09-30 23:00'
-    AND ri.project_id <> :spared
+    AND ri.project_id <> ALL(:spared)
   ORDER BY ri.resource_id, ri.start
 ) first_september ORDER BY resource_id LIMIT :late
 """
@@ -85,9 +85,10 @@ def _timed(action: Any) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
-def prepare(engine: sa.Engine, factory: Any, cloud: str, spared: str, late: int,
+def prepare(engine: sa.Engine, factory: Any, cloud: str, spared: list[str], late: int,
             now: dt.datetime) -> list[tuple[str, str]]:
-    """Close 2026-09 and make ``late`` resources outside project ``spared`` late in it."""
+    """Close 2026-09 and make ``late`` resources outside the projects ``spared`` late
+    in it."""
     seconds, _ = _timed(lambda: closing.close(
         factory, cloud, CLOSED, "bench", now, closing.Acceptance(partial_history=True)))
     print(f"  {CLOSED} closed in {seconds:.1f} s", flush=True)
@@ -101,7 +102,8 @@ def prepare(engine: sa.Engine, factory: Any, cloud: str, spared: str, late: int,
         conn.execute(sa.text("ANALYZE events"))
         conn.execute(sa.text("ANALYZE resource_intervals"))
     _check_fold(factory, cloud, picked)
-    print(f"  {len(picked)} resources outside {spared} got a late event dated in {CLOSED}",
+    outside = spared[0] if len(spared) == 1 else f"{len(spared)} projects ({', '.join(spared)})"
+    print(f"  {len(picked)} resources outside {outside} got a late event dated in {CLOSED}",
           flush=True)
     return picked
 

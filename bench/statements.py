@@ -43,10 +43,24 @@ median of the rounds' ratios (targets: summaries <= 2x the floor, close <= 3x).
    alternately (medians of ``--rounds`` x 4; target <= 50 ms, whatever the cloud's
    pending late facts).
 
+``--shape accounts-tiers`` (``bench/accounts_tiers.py``; the default ``plain`` is the
+shape above) measures the same month priced with tiers, its projects in billing
+accounts: instances priced per flavor with graduated tiers over the project's hours of
+the month, volumes per volume type with volume tiers over its GB-hours; the 1,000
+projects in 100 accounts by dated memberships, ten of them moving to the next account
+on 2026-10-16.  Its floor (steps 2 to 4) sums the overlaps per project and tier group
+and prices each group's sums with the tiers' function in the same query (hashed
+groups, no JIT: ``accounts_tiers.FLOOR``); the close's sample check includes the
+frozen tier lines; step 6 spares the measured account's projects (those of ``a000``)
+of the late resources and also times that account's October statement, as
+``GET /v1/accounts/a000/statement`` computes it, against the SQL floor of reading its
+members' intervals within their memberships (medians of ``--rounds`` x 2).
+
 Usage, from the checkout:
 
     python bench/statements.py [--resources 100000] [--projects 1000] [--events 20]
-                               [--rounds 5] [--history 400] [--late 3000] [--keep]
+                               [--rounds 5] [--history 400] [--late 3000]
+                               [--shape plain|accounts-tiers] [--keep]
 
 Needs the PostgreSQL named by TALLY_TEST_PG_URL (loopback default); creates its own
 database and drops it at the end (``--keep`` leaves it, and says its name).
@@ -70,10 +84,18 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import closed_history, late_elsewhere  # noqa: E402
+from bench import accounts_tiers, closed_history, late_elsewhere  # noqa: E402
 from bench.scratch_database import scratch_database  # noqa: E402
 from reporting import fold  # noqa: E402
-from reporting.billing import closing, periods, rating, service, statements, versions  # noqa: E402
+from reporting.billing import (  # noqa: E402
+    closing,
+    periods,
+    rating,
+    service,
+    statements,
+    tiers,
+    versions,
+)
 from reporting.db import engine as db_engine  # noqa: E402
 from reporting.db import migrations, writes  # noqa: E402
 
@@ -256,19 +278,23 @@ def _check_frozen(factory: Any, projects: int, count: int = 5) -> None:
             expected = statements.text(statements.document(
                 cloud=CLOUD, project_id=project_id, period=PERIOD,
                 currency_code=statements.currency(timeline, end), closed=True,
-                computed_at=closed.closed_at, lines=lines, adjustments=[]))
+                computed_at=closed.closed_at, lines=lines, adjustments=[],
+                tier_lines=tiers.tier_lines(lines, timeline, closed.minor_units)))
             answered = service.statement_text(session, CLOUD, project_id, PERIOD, NOW)
             assert answered == expected, f"{project_id}: the frozen statement differs"
     print(f"  a sample of {count} frozen statements == the pure rating's, byte for byte")
 
 
-def _round(engine: sa.Engine, factory: Any, check: bool) -> dict[str, float]:
+def _round(engine: sa.Engine, factory: Any, check: bool, floor_sql: str) -> dict[str, float]:
     pstart, pend = dt.datetime(2026, 10, 1), dt.datetime(2026, 11, 1)
     timings: dict[str, float] = {}
 
     def floor() -> tuple[float, int]:
-        with engine.connect() as conn:
-            seconds, rows = _timed(lambda: conn.execute(sa.text(_FLOOR), {
+        with engine.begin() as conn:
+            if floor_sql is accounts_tiers.FLOOR:
+                for setting in accounts_tiers.FLOOR_SETTINGS:
+                    conn.execute(sa.text(setting))
+            seconds, rows = _timed(lambda: conn.execute(sa.text(floor_sql), {
                 "cloud": CLOUD, "pstart": pstart, "pend": pend}).all())
         return seconds, len(rows)
 
@@ -300,6 +326,10 @@ def main() -> int:
     parser.add_argument("--late", type=int, default=3_000,
                         help="late resources pending elsewhere for one project's statement "
                              "(0: skip it)")
+    parser.add_argument("--shape", choices=("plain", "accounts-tiers"), default="plain",
+                        help="plain: the price list without tiers, no accounts; "
+                             "accounts-tiers: tiers on instances and volumes, the projects "
+                             "in billing accounts (bench/accounts_tiers.py)")
     parser.add_argument("--keep", action="store_true", help="leave the database in place")
     args = parser.parse_args()
     scratch = contextlib.ExitStack()
@@ -310,8 +340,11 @@ def main() -> int:
         migrations.upgrade(url)
         factory = db_engine.make_sessionmaker(engine)
         with factory() as session:
-            versions.add(session, "default", PRICES, "bench", NOW)
+            tiered = args.shape == "accounts-tiers"
+            versions.add(session, "default", accounts_tiers.prices(PRICES) if tiered
+                         else PRICES, "bench", NOW)
             session.commit()
+        floor_sql = accounts_tiers.FLOOR if tiered else _FLOOR
         if args.history:
             # first, so that the month loaded next is received after their closes
             print(f"history: {closed_history.describe(args.history)} ...", flush=True)
@@ -321,9 +354,19 @@ def main() -> int:
               f"{args.projects} projects ...", flush=True)
         _load(engine, args)
         _check_sample(factory, args)
+        account = None
+        if tiered:
+            with factory() as session:
+                added = accounts_tiers.add_accounts(session, CLOUD, args.projects, NOW)
+                session.commit()
+                # the account of p0005, which moves to the next one on 2026-10-16
+                account = accounts_tiers.account_of(5, args.projects)
+                spared = accounts_tiers.members(session, account)
+            print(f"  {accounts_tiers.ACCOUNTS} accounts, {added} memberships; account "
+                  f"{account} holds {len(spared)} projects in {PERIOD}", flush=True)
         rounds = []
         for round_number in range(args.rounds):
-            rounds.append(_round(engine, factory, check=round_number == 0))
+            rounds.append(_round(engine, factory, round_number == 0, floor_sql))
             r = rounds[-1]
             print(f"  round {round_number + 1}: floor {r['floor_s']:.2f} s, summaries "
                   f"{r['summaries']:.2f} s ({r['summaries'] / r['floor_s']:.2f}x); floor "
@@ -332,7 +375,9 @@ def main() -> int:
         if rounds:
             floors = [r[k] for r in rounds for k in ("floor_s", "floor_c")]
             base = statistics.median(floors)
-            print(f"floor (one SQL sum of overlaps x rates): {base:.2f} s (median of "
+            what = ("overlaps summed per tier group, priced by the tiers"
+                    if tiered else "overlaps x rates")
+            print(f"floor (one SQL sum of {what}): {base:.2f} s (median of "
                   f"{len(floors)} runs in {args.rounds} rounds)")
             for label, key, floor_key, target in (
                     ("summaries of every project", "summaries", "floor_s", 2),
@@ -344,9 +389,14 @@ def main() -> int:
         if args.late:
             print(f"one project's statement, {args.late} late resources pending elsewhere:",
                   flush=True)
-            late_elsewhere.prepare(engine, factory, CLOUD, "p0001", args.late, NOW)
+            # none of them in the measured project, nor (accounts) in the measured account
+            late_elsewhere.prepare(engine, factory, CLOUD, spared if account else ["p0001"],
+                                   args.late, NOW)
             late_elsewhere.measure(engine, factory, CLOUD, PERIOD, ["p0001", "p-none"], NOW,
                                    max(1, args.rounds) * 4)
+            if account is not None:
+                accounts_tiers.measure_account(engine, factory, CLOUD, PERIOD, account, NOW,
+                                               max(1, args.rounds) * 2)
         if args.history:
             print(f"history, after {args.events * args.resources} later receipts of another "
                   "cloud:", flush=True)

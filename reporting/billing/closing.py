@@ -175,13 +175,13 @@ def _close_in(session: Session, cloud: str, period: str, who: str, now: dt.datet
     places = currencies.places(code)  # recorded: its frozen lines are rendered with it
     # The lines, per-resource amounts and totals are frozen where the database can rate
     # them set-based; each project's text around its lines is rendered here.
-    totals = writes.of(session).freeze_lines(session, cloud, period, versions, now)
+    # The tier lines come from the sums of the lines of the tiered types, summed as they
+    # are frozen where the database can; their text is part of the statement's frozen body.
+    totals, found_tiers = writes.of(session).freeze_lines(session, cloud, period, versions,
+                                                          now, places)
     # Refused after the freeze (its count is the frozen lines'): the caller rolls back.
     unrated = _refuse_unrated(cloud, period, totals, accept)
-    # Tier lines are computed from the lines of the tiered types alone, by the pure
-    # rating on every backend; their text is part of the statement's frozen body.
-    tiered = tiers.by_project(statements.tier_lines(
-        session, cloud, versions, _start, end, now, places))
+    tiered = tiers.by_project(found_tiers)
     enveloped: list[dict[str, object]] = []  # the frozen rows, completed
     whole: list[dict[str, object]] = []  # statements of adjustments only
     totals_billed: list[Decimal] = []

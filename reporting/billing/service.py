@@ -105,18 +105,17 @@ def summaries(session: Session, cloud: str, period: str, after: str | None, limi
     places = currencies.places(statements.currency(versions, end))
     pending = adjustments.pending(session, cloud, period, closed, versions, now)
     extra = sorted({a.project_id for a in pending if after is None or a.project_id > after})
-    # Where the database can, one set-based query rates the page's projects and finds them.
-    totals = writes.of(session).project_subtotals(session, cloud, versions, start, end, now,
-                                                  after, limit + 1)
+    # Where the database can, one set-based query rates the page's projects, finds them
+    # and sums their tier groups (only when a version has tiers).
+    totals, found_tiers = writes.of(session).project_totals(
+        session, cloud, versions, start, end, now, after, limit + 1)
     page = sorted(set(totals) | set(extra))[:limit + 1]
     more = len(page) > limit
     page = page[:limit]
-    if page:  # the tier lines of the page's projects (read only when a version has tiers)
-        tiered = tiers.by_project(statements.tier_lines(
-            session, cloud, versions, start, end, now, projects=(page[0], page[-1])))
-        totals = {project: (money.add(subtotal, tiers.total(tiered[project])), unrated)
-                  if project in tiered else (subtotal, unrated)
-                  for project, (subtotal, unrated) in totals.items()}
+    tiered = tiers.by_project(found_tiers)
+    totals = {project: (money.add(subtotal, tiers.total(tiered[project])), unrated)
+              if project in tiered else (subtotal, unrated)
+              for project, (subtotal, unrated) in totals.items()}
     found: dict[str, Decimal] = collections.defaultdict(lambda: money.ZERO)
     for adjustment in pending:
         found[adjustment.project_id] = money.add(found[adjustment.project_id], adjustment.amount)

@@ -50,15 +50,26 @@ FROM (
 ) AS l
 GROUP BY l.project_id COLLATE "C"
 RETURNING project_id, subtotal, unrated_lines,
-          array_position(line_kinds, NULL) IS NOT NULL AS unknown
+          array_position(line_kinds, NULL) IS NOT NULL AS unknown, {tier_sums} AS tier_sums
 """
+# Per project, its tier groups' sums from its frozen lines (their kinds and lengths):
+# "group:Σ micros × factor:Σ micros × factor × modifier" of each group, space-separated
+# (pieces of a zero-rated project, an odd kind code, are in none).
+_TIER_SUMS = """(
+SELECT string_agg(s.gid || ':' || s.q || ':' || s.w, ' ')
+FROM (SELECT g.gid, SUM(u.m * g.qa) AS q, SUM(u.m * g.wa) AS w
+      FROM unnest(line_kinds, line_lengths) AS u(kz, m)
+      JOIN {groups} ON g.kid = u.kz / 2
+      WHERE u.kz % 2 = 0
+      GROUP BY g.gid) AS s)"""
 
 
 def freeze(session: Session, cloud: str, period: str, versions: Sequence[PriceVersion]
-           ) -> frozen.Totals:
+           ) -> tuple[frozen.Totals, sql_rating.TierSums]:
     """Freeze every line of ``period`` (the session is the close's snapshot, so the
     kinds found are all the pieces'); answers each project's subtotal and unrated
-    lines."""
+    lines, and the sums of its tier groups (``sql_rating.TierSums``), read from the
+    lines as they are frozen."""
     start, end = periods.parse(period)
     # the sums are in minor units: one of them is 0.01 (EUR), 1 (JPY) or 0.001 (KWD)
     params = {"cloud": cloud, "period": period, "pstart": start, "cap": end,
@@ -68,9 +79,12 @@ def freeze(session: Session, cloud: str, period: str, versions: Sequence[PriceVe
         kinds = kinds_of.price(sql_rating.distinct_kinds(session, params, ranges), ranges)
     if kinds:
         session.execute(sa.insert(ClosedKind), frozen.kind_rows(cloud, period, kinds))
+    tiered, described = sql_rating.tier_kinds(kinds, ranges, versions, end)
     statement = _FREEZE.format(
         big=sql_rating.BIG_CENTS, numeric=sql_rating.NUMERIC_CENTS,
-        pieces=sql_rating.pieces(params, ranges, kinds, sql_rating.max_micros(start, end)))
+        pieces=sql_rating.pieces(params, ranges, kinds, sql_rating.max_micros(start, end)),
+        tier_sums=_TIER_SUMS.format(groups=sql_rating.tier_values(tiered, params))
+        if tiered else "CAST(NULL AS text)")
     settings = list(_SETTINGS)
     if session.execute(_LZ4).scalar():
         settings.append(("default_toast_compression", "lz4"))
@@ -79,4 +93,11 @@ def freeze(session: Session, cloud: str, period: str, versions: Sequence[PriceVe
     if any(row.unknown for row in rows):
         # The kinds were read in the same snapshot: a piece without one is a bug.
         raise RuntimeError(f"a line of {cloud} {period} has a kind the close did not price")
-    return {row.project_id: (Decimal(row.subtotal), int(row.unrated_lines)) for row in rows}
+    sums: sql_rating.TierSums = {}
+    for row in rows:
+        for group in (row.tier_sums or "").split():
+            gid, quantity, weighted = group.split(":")
+            sql_rating.add_sums(sums, row.project_id, int(gid), Decimal(quantity),
+                                Decimal(weighted), described)
+    return ({row.project_id: (Decimal(row.subtotal), int(row.unrated_lines)) for row in rows},
+            sums)

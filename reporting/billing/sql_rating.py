@@ -11,23 +11,26 @@ The kinds are found by a first query, so a kind written between the two statemen
 (a concurrent ingest, outside a snapshot) finds no match: the rating counts such
 pieces and prices the new kinds again.
 
-``project_subtotals`` is the per-project summaries' query; ``reporting.billing.
-sql_close`` freezes a closed period with the same pieces.
+``project_totals`` is the per-project summaries' query (with the sums of the tier
+groups, ``reporting.billing.tiers``); ``reporting.billing.sql_close`` freezes a closed
+period with the same pieces.
 """
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from reporting.billing import kinds as kinds_of
-from reporting.billing import money
+from reporting.billing import money, tiers
 from reporting.billing.kinds import Kind, VersionRange
 from reporting.billing.pricelist import PriceVersion, minor_units_of
 
@@ -198,10 +201,23 @@ def project_subtotals(
     after: str | None = None, limit: int | None = None,
 ) -> dict[str, tuple[Decimal, int]]:
     """``{project: (subtotal, unrated lines)}`` of the projects with a line in the
-    period, in project order: those after ``after``, at most ``limit``."""
+    period, in project order: those after ``after``, at most ``limit`` (the lines'
+    own amounts: ``project_totals`` adds their tier groups' sums)."""
+    return project_totals(session, cloud, versions, period_start, period_end, now, after,
+                          limit, with_tiers=False)[0]
+
+
+def project_totals(
+    session: Session, cloud: str, versions: list[PriceVersion], period_start: dt.datetime,
+    period_end: dt.datetime, now: dt.datetime,
+    after: str | None = None, limit: int | None = None, with_tiers: bool = True,
+) -> tuple[dict[str, tuple[Decimal, int]], TierSums]:
+    """``project_subtotals`` and, in the same query, the sums of those projects' tier
+    groups (``TierSums``): the pieces are grouped per project and kind, then the
+    kinds of a tier group summed × their factors (and modifiers)."""
     cap = min(period_end, now)
     if cap <= period_start:
-        return {}
+        return {}, {}
     base: dict[str, Any] = {"cloud": cloud, "pstart": period_start, "cap": cap}
     periods = kinds_of.ranges(versions, period_start, cap)
     with local_settings(session, SETTINGS):
@@ -209,29 +225,113 @@ def project_subtotals(
         for _attempt in range(_ATTEMPTS):
             params = dict(base)
             kinds = kinds_of.price(distinct, periods)
+            tiered, described = (tier_kinds(kinds, periods, versions, period_end)
+                                 if with_tiers else ([], {}))
             after_filter = ""
             if after is not None:
                 after_filter = 'AND ri.project_id COLLATE "C" > :after'
                 params["after"] = after
-            query = f"""
-SELECT ri.project_id AS project_id,
+            sums = f"""
        SUM({BIG_CENTS}) FILTER (WHERE z.n IS NULL AND k.big) AS big_cents,
        SUM({NUMERIC_CENTS}) FILTER (WHERE z.n IS NULL AND NOT k.big) AS numeric_cents,
        COUNT(*) FILTER (WHERE z.n IS NULL AND k.kid IS NOT NULL AND k.big IS NULL) AS unrated,
-       COUNT(*) FILTER (WHERE k.kid IS NULL) AS unknown
-{pieces(params, periods, kinds, max_micros(period_start, cap))} {after_filter}
+       COUNT(*) FILTER (WHERE k.kid IS NULL) AS unknown"""
+            rated = f"{pieces(params, periods, kinds, max_micros(period_start, cap))} {after_filter}"
+            if not tiered:
+                query = f"""
+SELECT ri.project_id AS project_id, CAST(NULL AS integer) AS gid, {sums},
+       CAST(NULL AS numeric) AS q, CAST(NULL AS numeric) AS w
+{rated}
 GROUP BY ri.project_id"""  # noqa: S608 - constants and bound parameters only
+            else:
+                query = f"""
+SELECT s.project_id, g.gid, SUM(s.big_cents) AS big_cents,
+       SUM(s.numeric_cents) AS numeric_cents, SUM(s.unrated) AS unrated,
+       SUM(s.unknown) AS unknown, SUM(s.m * g.qa) AS q, SUM(s.m * g.wa) AS w
+FROM (SELECT ri.project_id AS project_id, k.kid, {sums},
+             SUM(d.m) FILTER (WHERE z.n IS NULL) AS m
+      {rated}
+      GROUP BY 1, 2) AS s
+LEFT JOIN {tier_values(tiered, params)} ON g.kid = s.kid
+GROUP BY 1, 2"""  # noqa: S608 - constants and bound parameters only
             rows = session.execute(sa.text(query), params).all()
             if not any(row.unknown for row in rows):
                 break
             distinct = distinct_kinds(session, base, periods)  # ingest added kinds meanwhile
         else:
             raise RuntimeError(f"the kinds of {cloud} kept changing while rating it")
-    found = {
-        row.project_id: (money.minor(int(row.big_cents or 0) + int(row.numeric_cents or 0),
-                                     minor_units_of(versions)),
-                         int(row.unrated))
-        for row in rows
-    }
-    page = sorted(found)[:limit] if limit is not None else sorted(found)
-    return {project: found[project] for project in page}
+    cents: dict[str, int] = collections.defaultdict(int)
+    unrated: dict[str, int] = collections.defaultdict(int)
+    for row in rows:
+        cents[row.project_id] += int(row.big_cents or 0) + int(row.numeric_cents or 0)
+        unrated[row.project_id] += int(row.unrated)
+    places = minor_units_of(versions)
+    page = sorted(cents)[:limit] if limit is not None else sorted(cents)
+    chosen = set(page)
+    found: TierSums = {}
+    for row in rows:
+        if row.gid is not None and row.q is not None and row.project_id in chosen:
+            add_sums(found, row.project_id, row.gid, row.q, row.w, described)
+    return ({project: (money.minor(cents[project], places), unrated[project])
+             for project in page}, found)
+
+TierSums = dict[tiers.GroupKey, tuple[Any, str | None, Fraction, Fraction]]
+# How each tier group was numbered in a query: group -> (type, label, priced, unit).
+Described = dict[int, tuple[str, str, Any, str | None]]
+
+
+def tier_kinds(kinds: Sequence[Kind], periods: Sequence[VersionRange],
+               versions: Sequence[PriceVersion], period_end: dt.datetime
+               ) -> tuple[list[tuple[int, int, str, str]], Described]:
+    """The kinds a tier group holds, as ``(kid, group, factor, factor × modifier)``
+    rows (exact decimal texts), and how each group is priced: the group
+    ``tiers.entry`` puts a line of the kind in, as the pure rating's
+    ``tiers.tier_lines`` does (rated kinds only; the queries leave the zero-rated
+    pieces out)."""
+    types = tiers.tiered_types(v for v in versions if v.effective_from < period_end)
+    pieces_of = {period.number: period.version for period in periods}
+    groups: dict[tuple[Any, ...], int] = {}
+    described: Described = {}
+    rows = []
+    for kind in kinds:
+        version = pieces_of.get(kind.number)
+        price = kind.price
+        if (version is None or kind.resource_type not in types or price.per_hour is None
+                or price.factor is None or price.modifier is None):
+            continue
+        priced = tiers.entry(kind.resource_type, kind.size, kind.project or None, version)
+        if priced is None:
+            continue
+        assert kind.label is not None
+        # a group per (type, label, flavor, volume type) and, for a project with terms
+        # there, of that project only (its kinds are its own)
+        key = (kind.project, kind.resource_type, kind.label, priced[3] or "", priced[4] or "")
+        if key not in groups:
+            groups[key] = len(groups) + 1
+            described[groups[key]] = (kind.resource_type, kind.label, priced, kind.unit)
+        rows.append((kind.kid, groups[key], kinds_of.decimal_text(price.factor),
+                     kinds_of.decimal_text(price.factor * Fraction(price.modifier))))
+    return rows, described
+
+
+def tier_values(rows: Sequence[tuple[int, int, str, str]], params: dict[str, Any]) -> str:
+    """``tier_kinds``' rows as ``(VALUES …) AS g(kid, gid, qa, wa)``."""
+    return values("g", [("kid", "integer"), ("gid", "integer"), ("qa", "numeric"),
+                        ("wa", "numeric")], rows, params)
+
+
+def add_sums(sums: TierSums, project: str, gid: int, micro_quantity: Decimal,
+             micro_weighted: Decimal, described: Described) -> None:
+    """Add a group's sums over some pieces of ``project`` (Σ microseconds × factor, and
+    × modifier, as the database sums them exactly) to ``sums`` (the group's key: a
+    version cut where a project's terms begin holds pieces of the same group)."""
+    resource_type, label, priced, unit = described[gid]
+    key = (project, resource_type, label, priced[3] or "", priced[4] or "")
+    quantity = Fraction(micro_quantity) / money.MICROS_PER_HOUR
+    weighted = Fraction(micro_weighted) / money.MICROS_PER_HOUR
+    if key in sums:
+        earlier = sums[key]
+        sums[key] = (earlier[0], earlier[1], earlier[2] + quantity, earlier[3] + weighted)
+    else:
+        sums[key] = (priced, unit, quantity, weighted)
+

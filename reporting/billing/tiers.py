@@ -22,7 +22,7 @@ a group's tier line is adjusted as one more item (``adjustments``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -123,8 +123,11 @@ def slices(tiers: Sequence[Tier], mode: str, quantity: Fraction
 
 def price(tiers: Sequence[Tier], mode: str, quantity: Fraction) -> Fraction:
     """``P(Q)``: what the tiers price ``quantity`` at, exactly."""
-    return sum((Fraction(tier.rate) * part for tier, part in slices(tiers, mode, quantity)),
-               Fraction(0))
+    return _priced(slices(tiers, mode, quantity))
+
+
+def _priced(cut: Iterable[tuple[Tier, Fraction]]) -> Fraction:
+    return sum((Fraction(tier.rate) * part for tier, part in cut), Fraction(0))
 
 
 def tiered_types(versions: Iterable[PriceVersion]) -> set[str]:
@@ -134,30 +137,42 @@ def tiered_types(versions: Iterable[PriceVersion]) -> set[str]:
             if rates.tiers or rates.flavor_tiers or rates.volume_type_tiers}
 
 
+# A tier group: (project, type, version label, flavor or "", volume type or "").
+GroupKey = tuple[str, str, str, str, str]
+
 # How a group is priced: (mode, tiers, the lines' rate, the flavor if a flavor's, the
 # volume type if a volume type's)
 _Tiered = tuple[str, tuple[Tier, ...], Decimal, str | None, str | None]
 
 
 def _entry(line: Line, versions: Sequence[PriceVersion]) -> _Tiered | None:
-    """The tiers that priced ``line``, if any: its version's entry's (or its flavor's,
-    for an instance; its volume type's, for a volume of a type priced by its own
-    entry: a volume type with a plain rate there is in no group), unless the project's
-    terms in force over it gave the type a rate of their own."""
+    """The tiers that priced ``line``, if any (``entry`` of its version's piece)."""
     piece = None
     for version in versions:
         if version.label == line.price_list_version and version.effective_from <= line.start:
             piece = version
     if piece is None:
         return None
-    rates = piece.rates.get(line.resource_type)
+    return entry(line.resource_type, line.size, line.project_id, piece)
+
+
+def entry(resource_type: str, size: Any, project_id: str | None, piece: PriceVersion
+          ) -> _Tiered | None:
+    """The tiers that price a line of this type and size of ``project_id`` (None: a
+    project without terms) under ``piece``, if any: its entry's (or its flavor's,
+    for an instance; its volume type's, for a volume of a type priced by its own
+    entry: a volume type with a plain rate there is in no group), unless the project's
+    terms in force over it gave the type a rate of their own."""
+    rates = piece.rates.get(resource_type)
     if rates is None:
         return None
-    term = piece.terms.get(line.project_id)
-    if term is not None and line.resource_type in term.rates:
+    term = piece.terms.get(project_id) if project_id is not None else None
+    if term is not None and resource_type in term.rates:
         return None
-    volume_type = line.size.get("type") if line.size else None
-    if (line.resource_type == "volume" and isinstance(volume_type, str)
+    if not isinstance(size, dict):
+        size = None
+    volume_type = size.get("type") if size else None
+    if (resource_type == "volume" and isinstance(volume_type, str)
             and volume_type in rates.by_volume_type):
         if volume_type not in rates.volume_type_tiers:
             return None
@@ -166,7 +181,7 @@ def _entry(line: Line, versions: Sequence[PriceVersion]) -> _Tiered | None:
     if rates.tiers:
         assert rates.mode is not None and rates.rate is not None
         return rates.mode, rates.tiers, rates.rate, None, None
-    flavor = line.size.get("flavor") if line.size else None
+    flavor = size.get("flavor") if size else None
     if isinstance(flavor, str) and flavor in rates.flavor_tiers:
         mode, tiers = rates.flavor_tiers[flavor]
         return mode, tiers, rates.by_flavor[flavor], flavor, None
@@ -179,8 +194,7 @@ def tier_lines(lines: Iterable[Line], versions: Sequence[PriceVersion],
     or volume type (the type-wide group first);
     rounded to ``places`` (None: each version's currency's minor units).  Unrated and
     zero-rated lines are in no group."""
-    order = {version.label: index for index, version in reversed(list(enumerate(versions)))}
-    groups: dict[tuple[str, str, str, str, str], list[Any]] = {}
+    groups: dict[GroupKey, list[Any]] = {}
     for line in lines:
         if line.exact_amount is None or line.zero_rated or line.modifier is None:
             continue
@@ -193,6 +207,17 @@ def tier_lines(lines: Iterable[Line], versions: Sequence[PriceVersion],
         group = groups.setdefault(key, [priced, line.unit, Fraction(0), Fraction(0)])
         group[2] += line.quantity
         group[3] += line.quantity * Fraction(line.modifier)
+    return from_sums(groups, versions, places)
+
+
+
+def from_sums(groups: Mapping[GroupKey, Sequence[Any]], versions: Sequence[PriceVersion],
+              places: int | None = None) -> list[TierLine]:
+    """The tier lines of groups summed elsewhere (by the database:
+    ``reporting.billing.sql_rating.project_totals``, ``sql_close.freeze``): per key,
+    ``(priced, unit, Q, W)`` with ``priced`` what ``entry`` answers; ordered and
+    rounded as ``tier_lines`` orders and rounds them."""
+    order = {version.label: index for index, version in reversed(list(enumerate(versions)))}
     minor = {version.label: version.minor_units for version in versions}
     found = []
     for (project, resource_type, label, *_named), (priced, unit, total, weighted) in sorted(
@@ -201,10 +226,11 @@ def tier_lines(lines: Iterable[Line], versions: Sequence[PriceVersion],
         if total == 0:
             continue  # nothing to price (sizes of zero)
         mode, steps, rate, flavor, volume_type = priced
-        tiered = price(steps, mode, total) * weighted / total
+        cut = slices(steps, mode, total)
+        tiered = _priced(cut) * weighted / total
         found.append(TierLine(
             project, resource_type, label, flavor, mode, unit, rate, total, weighted,
-            slices(steps, mode, total), tiered, tiered - Fraction(rate) * weighted,
+            cut, tiered, tiered - Fraction(rate) * weighted,
             minor[label] if places is None else places, volume_type))
     return found
 

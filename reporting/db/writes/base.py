@@ -444,8 +444,19 @@ class Writes(abc.ABC):
         project order."""
 
     @abc.abstractmethod
+    def project_totals(self, session: Session, cloud: str, versions: Sequence[Any],
+                       start: dt.datetime, end: dt.datetime, now: dt.datetime,
+                       after: str | None, limit: int
+                       ) -> tuple[dict[str, tuple[Decimal, int]], list[Any]]:
+        """``project_subtotals`` and those projects' tier lines
+        (``reporting.billing.tiers``, not in the subtotals)."""
+
+    @abc.abstractmethod
     def freeze_lines(self, session: Session, cloud: str, period: str, versions: Sequence[Any],
-                     now: dt.datetime) -> dict[str, tuple[Decimal, int]]:
+                     now: dt.datetime, places: int | None = None
+                     ) -> tuple[dict[str, tuple[Decimal, int]], list[Any]]:
         """In a close's snapshot: write every line of ``period`` as frozen rows
         (``reporting.billing.frozen``; each project's ``body`` left for the caller) and
-        the per-resource amounts; answer each project's (subtotal, unrated lines)."""
+        the per-resource amounts; answer each project's (subtotal, unrated lines) and
+        the period's tier lines (``reporting.billing.tiers``) rounded to ``places``
+        (None: each version's currency's)."""

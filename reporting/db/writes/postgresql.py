@@ -25,7 +25,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, sessionmaker
 
 from reporting import fold
-from reporting.billing import sql_close, sql_rating
+from reporting.billing import sql_close, sql_rating, tiers
 from reporting.db.writes import pg_batch, pg_fold, pg_ingest, pg_lookup
 from reporting.db.writes.base import (
     CURRENT,
@@ -281,6 +281,16 @@ class PostgresWrites(Writes):
         return sql_rating.project_subtotals(session, cloud, list(versions), start, end, now,
                                             after, limit)
 
+    def project_totals(self, session: Session, cloud: str, versions: Sequence[Any],
+                       start: dt.datetime, end: dt.datetime, now: dt.datetime,
+                       after: str | None, limit: int
+                       ) -> tuple[dict[str, tuple[Decimal, int]], list[Any]]:
+        subtotals, sums = sql_rating.project_totals(session, cloud, list(versions), start, end,
+                                                    now, after, limit)
+        return subtotals, tiers.from_sums(sums, versions)
+
     def freeze_lines(self, session: Session, cloud: str, period: str, versions: Sequence[Any],
-                     now: dt.datetime) -> dict[str, tuple[Decimal, int]]:
-        return sql_close.freeze(session, cloud, period, versions)
+                     now: dt.datetime, places: int | None = None
+                     ) -> tuple[dict[str, tuple[Decimal, int]], list[Any]]:
+        totals, sums = sql_close.freeze(session, cloud, period, versions)
+        return totals, tiers.from_sums(sums, versions, places)

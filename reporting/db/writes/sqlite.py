@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
-from reporting.billing import frozen, statements
+from reporting.billing import frozen, periods, statements
 from reporting.db.writes.base import (
     CURRENT,
     EVENTS,
@@ -191,6 +191,22 @@ class SqliteWrites(Writes):
         return statements.python_subtotals(session, cloud, list(versions), start, end, now,
                                            after, limit)
 
+    def project_totals(self, session: Session, cloud: str, versions: Sequence[Any],
+                       start: dt.datetime, end: dt.datetime, now: dt.datetime,
+                       after: str | None, limit: int
+                       ) -> tuple[dict[str, tuple[Decimal, int]], list[Any]]:
+        subtotals = self.project_subtotals(session, cloud, versions, start, end, now, after,
+                                           limit)
+        if not subtotals:
+            return subtotals, []
+        listed = sorted(subtotals)
+        return subtotals, statements.tier_lines(session, cloud, list(versions), start, end,
+                                                now, projects=(listed[0], listed[-1]))
+
     def freeze_lines(self, session: Session, cloud: str, period: str, versions: Sequence[Any],
-                     now: dt.datetime) -> dict[str, tuple[Decimal, int]]:
-        return frozen.freeze_in_python(session, cloud, period, versions, now)
+                     now: dt.datetime, places: int | None = None
+                     ) -> tuple[dict[str, tuple[Decimal, int]], list[Any]]:
+        start, end = periods.parse(period)
+        totals = frozen.freeze_in_python(session, cloud, period, versions, now)
+        return totals, statements.tier_lines(session, cloud, list(versions), start, end, now,
+                                             places)

@@ -31,8 +31,11 @@ def test_subtotals_and_freezing_through_the_seam(session_factory: sessionmaker[S
         assert subtotals == statements.python_subtotals(session, "c1", timeline, start, end,
                                                         NOW, None, 10)
         assert subtotals["p1"] == (Decimal("1.90"), 0) and subtotals["p-free"][0] == 0
-        totals = seam.freeze_lines(session, "c1", "2026-10", timeline, NOW)
+        assert seam.project_totals(session, "c1", timeline, start, end, NOW, None, 10) == (
+            subtotals, statements.tier_lines(session, "c1", timeline, start, end, NOW))
+        totals, tier_lines = seam.freeze_lines(session, "c1", "2026-10", timeline, NOW)
         assert totals == {project: value for project, value in subtotals.items()}
+        assert tier_lines == statements.tier_lines(session, "c1", timeline, start, end, NOW)
         row = session.get(ClosedStatement, ("c1", "2026-10", "p1"))
         assert row is not None
         assert [(line.resource_id, line.amount) for line in frozen.lines(session, row)] == [

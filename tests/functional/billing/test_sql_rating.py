@@ -10,13 +10,33 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting.billing import accounts, kinds, periods, rating, sql_rating, statements, versions
+from reporting.billing import (
+    accounts,
+    kinds,
+    periods,
+    rating,
+    sql_close,
+    sql_rating,
+    statements,
+    tiers,
+    versions,
+)
 from reporting.db import engine as db_engine
 from reporting.db.account_models import AccountMembership
 from tests.functional.billing.history import SMALL, event, october, seed
-from tests.functional.billing.test_close_property import SIZED_PRICES, histories, register_share
+from tests.functional.billing.test_close_property import (
+    SIZED_PRICES,
+    _flavor_tiered,
+    _tiered,
+    _tiers,
+    _volume_typed,
+    _volume_types,
+    histories,
+    register_share,
+)
 
 EXTRAS = [
     event("loadbalancer.create.end", "lb-1", "2026-10-04T00:00:00Z", resource_type="loadbalancer",
@@ -307,7 +327,7 @@ def test_random_histories_with_account_terms_agree(pg_accounts: sessionmaker[Ses
     def run(history: list[dict[str, Any]]) -> None:
         with pg_accounts() as session:
             session.execute(sa.text(
-                "TRUNCATE events, current_resources, resource_intervals"))
+                "TRUNCATE events, tally_history.event_ids, current_resources, resource_intervals"))
             session.commit()
         seed(pg_accounts, history)
         with pg_accounts() as session:
@@ -350,3 +370,66 @@ def test_many_members_of_an_account_with_terms_are_bound_as_arrays(
     # shut off at full rate: no state modifier here); vol-a unrated; inst-b 48 h x 0.010
     # = 0.48
     assert python["p1"] == (Decimal("0.72"), 1)
+
+
+def test_tier_lines_summed_set_based_are_the_pure_ratings(pg_migrated_database: str) -> None:
+    """The tier groups the summaries' query (``project_totals``) and the close's
+    (``sql_close.freeze``) sum set-based give the tier lines of the lines the pure
+    rating rates, for drawn histories and tiers (the volumes' GB-hours, a volume type's
+    own, m1.small's hours; p1's own instance rates and discounts cut the versions), at
+    any *now*, for a page's projects and with a close's places."""
+    engine = db_engine.make_engine(pg_migrated_database)
+    factory = db_engine.make_sessionmaker(engine)
+    start, end = periods.parse("2026-10")
+    priced: list[int] = []
+
+    @given(history=histories(), data=st.data())
+    @settings(max_examples=40, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    def run(history: list[dict[str, Any]], data: st.DataObject) -> None:
+        volume = _tiers(data, "volume", [30, 300, 3000, 30000], ["0.00010", "0.00004", "0"])
+        typed = _volume_types(data)
+        flavor = _tiers(data, "m1.small", [10, 100, 1000], ["0.020", "0.010", "0.030"])
+        with factory() as session:
+            session.execute(sa.text(
+                "TRUNCATE events, tally_history.event_ids, current_resources, resource_intervals, "
+                "price_list_versions"))
+            register_share(session)
+            for document in SIZED_PRICES:
+                versions.add(session, "default", _flavor_tiered(_volume_typed(
+                    _tiered(document, "volume", volume), typed), flavor), "test",
+                    dt.datetime(2026, 12, 1))
+            session.commit()
+        seed(factory, history)
+        with factory() as session:
+            timeline = versions.timeline(session, "c1")
+            for now in (dt.datetime(2026, 12, 15), dt.datetime(2026, 10, 20, 7)):
+                # the summaries' query sums the groups of its page's projects with the
+                # subtotals
+                for after, limit in ((None, None), ("p1", None), (None, 1)):
+                    subtotals, sums = sql_rating.project_totals(
+                        session, "c1", timeline, start, end, now, after, limit)
+                    assert subtotals == sql_rating.project_subtotals(
+                        session, "c1", timeline, start, end, now, after, limit)
+                    listed = sorted(subtotals)
+                    found = tiers.from_sums(sums, timeline)
+                    expected = [] if not listed else statements.tier_lines(
+                        session, "c1", timeline, start, end, now,
+                        projects=(listed[0], listed[-1]))
+                    assert found == expected
+                    assert [t.as_dict() for t in found] == [t.as_dict() for t in expected]
+                    priced.append(len(found))
+            # the close sums them from the lines it freezes, in the places it was given
+            # (rolled back here)
+            totals, sums = sql_close.freeze(session, "c1", "2026-10", timeline)
+            assert totals == sql_rating.project_subtotals(session, "c1", timeline, start, end,
+                                                          dt.datetime(2026, 12, 15))
+            assert tiers.from_sums(sums, timeline, 0) == statements.tier_lines(
+                session, "c1", timeline, start, end, dt.datetime(2026, 12, 15), 0)
+            session.rollback()
+
+    try:
+        run()
+    finally:
+        engine.dispose()
+    assert any(priced), "no drawn example had a tier line"
