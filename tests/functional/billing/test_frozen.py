@@ -23,7 +23,7 @@ from reporting.db import engine as db_engine
 from reporting.db.billing_models import ClosedKind, ClosedStatement
 from reporting.db.models import SyncRun
 from reporting.fold import Interval
-from tests.functional.billing.history import ACCEPT_ALL, event, seed
+from tests.functional.billing.history import ACCEPT_ALL, empty_history, event, seed
 from tests.functional.billing.test_close_property import SIZED_PRICES, register_share
 
 NOW = dt.datetime(2026, 12, 15)
@@ -146,11 +146,7 @@ def test_both_freezes_answer_the_pure_rating_bytes(pg: sessionmaker[Session]) ->
               suppress_health_check=list(HealthCheck))
     def run(history: list[dict[str, Any]]) -> None:
         with pg() as session:
-            session.execute(sa.text(
-                "TRUNCATE events, tally_history.event_ids, current_resources, resource_intervals, "
-                "billing_periods, "
-                "closed_statements, closed_kinds"))
-            session.commit()
+            empty_history(session, "billing_periods", "closed_statements", "closed_kinds")
         seed(pg, history)
         with pg() as session:
             # Python's freeze (SQLite's path) on the same rows, rendered, then undone

@@ -26,7 +26,7 @@ from reporting.billing import (
 )
 from reporting.db import engine as db_engine
 from reporting.db.account_models import AccountMembership
-from tests.functional.billing.history import SMALL, event, october, seed
+from tests.functional.billing.history import SMALL, empty_history, event, october, seed
 from tests.functional.billing.test_close_property import (
     SIZED_PRICES,
     _flavor_tiered,
@@ -99,21 +99,26 @@ def test_every_rate_kind_agrees(pg: sessionmaker[Session], now: dt.datetime) -> 
         assert python["p-free"] == (Decimal("0.00"), 0)
 
 
-def test_random_histories_agree(pg: sessionmaker[Session]) -> None:
+def _random_histories_agree(factory: sessionmaker[Session], examples: int,
+                            instants: tuple[dt.datetime, ...]) -> None:
+    """For drawn histories seeded into ``factory``'s database, the pure and the
+    set-based ratings agree at each of ``instants``."""
     @given(history=histories())
-    @settings(max_examples=40, deadline=None, database=None,
+    @settings(max_examples=examples, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     def run(history: list[dict[str, Any]]) -> None:
-        with pg() as session:
-            session.execute(sa.text(
-                "TRUNCATE events, tally_history.event_ids, current_resources, resource_intervals"))
-            session.commit()
-        seed(pg, history)
-        with pg() as session:
-            for now in (dt.datetime(2026, 12, 15), dt.datetime(2026, 10, 20, 7)):
+        with factory() as session:
+            empty_history(session)
+        seed(factory, history)
+        with factory() as session:
+            for now in instants:
                 assert _python(session, now) == _sql(session, now)
 
     run()
+
+
+def test_random_histories_agree(pg: sessionmaker[Session]) -> None:
+    _random_histories_agree(pg, 40, (dt.datetime(2026, 12, 15), dt.datetime(2026, 10, 20, 7)))
 
 
 def test_prices_beyond_64_bits_take_the_exact_numeric_path(pg: sessionmaker[Session]) -> None:
@@ -321,20 +326,8 @@ def test_account_terms_agree(pg_accounts: sessionmaker[Session]) -> None:
 
 
 def test_random_histories_with_account_terms_agree(pg_accounts: sessionmaker[Session]) -> None:
-    @given(history=histories())
-    @settings(max_examples=25, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
-    def run(history: list[dict[str, Any]]) -> None:
-        with pg_accounts() as session:
-            session.execute(sa.text(
-                "TRUNCATE events, tally_history.event_ids, current_resources, resource_intervals"))
-            session.commit()
-        seed(pg_accounts, history)
-        with pg_accounts() as session:
-            for now in (dt.datetime(2026, 12, 15), dt.datetime(2026, 10, 14, 7)):
-                assert _python(session, now) == _sql(session, now)
-
-    run()
+    _random_histories_agree(pg_accounts, 25,
+                            (dt.datetime(2026, 12, 15), dt.datetime(2026, 10, 14, 7)))
 
 
 def test_many_members_of_an_account_with_terms_are_bound_as_arrays(
@@ -391,9 +384,7 @@ def test_tier_lines_summed_set_based_are_the_pure_ratings(pg_migrated_database: 
         typed = _volume_types(data)
         flavor = _tiers(data, "m1.small", [10, 100, 1000], ["0.020", "0.010", "0.030"])
         with factory() as session:
-            session.execute(sa.text(
-                "TRUNCATE events, tally_history.event_ids, current_resources, resource_intervals, "
-                "price_list_versions"))
+            empty_history(session, "price_list_versions")
             register_share(session)
             for document in SIZED_PRICES:
                 versions.add(session, "default", _flavor_tiered(_volume_typed(
