@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 from reporting.billing import kinds as kinds_of
 from reporting.billing import money, periods, rating, statements
 from reporting.billing.kinds import Kind
+from reporting.billing.line_texts import LineForm
 from reporting.billing.pricelist import PriceVersion, in_effect
 from reporting.db.billing_models import BillingPeriod, ClosedKind, ClosedStatement
 from reporting.fold import Interval
@@ -205,6 +206,27 @@ def text(session: Session, row: ClosedStatement, places: int | None = None,
     minor units, ``known``: its period's ``kinds``, if read already)."""
     if row.lines_at is None:
         return row.body
-    rendered = ",".join(statements.text(line.as_dict())
-                        for line in lines(session, row, known=known, places=places))
-    return row.body[:row.lines_at] + rendered + row.body[row.lines_at:]
+    by_number = known if known is not None else kinds(session, row.cloud, row.period)
+    if places is None:
+        places = places_of(session, row.cloud, row.period)
+    start = periods.parse(row.period)[0]
+    # the lines of ``lines``, in its order, rendered from their columns (``line_texts``)
+    found = sorted(
+        ((by_number[coded // 2].resource_type, resource_id, offset, length, event_id, coded)
+         for resource_id, offset, length, event_id, coded in zip(
+             row.line_resource_ids or [], row.line_starts or [], row.line_lengths or [],
+             row.line_event_ids or [], row.line_kinds or [], strict=True)),
+        key=lambda found: found[:3])
+    forms: dict[int, LineForm] = {}
+    rendered = []
+    for _rtype, resource_id, offset, length, event_id, coded in found:
+        form = forms.get(coded)
+        if form is None:
+            kind = by_number[coded // 2]
+            form = forms[coded] = LineForm.of(kind.resource_type, kind.state, kind.size,
+                                              kind.label, kind.unit, kind.price,
+                                              coded % 2 == 1, places)
+        piece_start = start + dt.timedelta(microseconds=offset)
+        rendered.append(form.text(resource_id, event_id, piece_start,
+                                  piece_start + dt.timedelta(microseconds=length), length))
+    return row.body[:row.lines_at] + ",".join(rendered) + row.body[row.lines_at:]

@@ -97,13 +97,34 @@ def to_fraction(value: Decimal) -> Fraction:
 def round_half_even(value: Fraction, places: int = MINOR_PLACES) -> Decimal:
     """``value`` rounded half-even to ``places`` decimals, exactly (no float, no
     intermediate decimal rounding)."""
-    # Integers only: a Fraction product would reduce by a gcd on every line.
-    denominator = value.denominator
-    whole, rest = divmod(value.numerator * 10**places, denominator)
+    whole = rounded_units(value.numerator, value.denominator, places)
+    return Decimal(whole).scaleb(-places, context=EXACT)
+
+
+def rounded_units(numerator: int, denominator: int, places: int = MINOR_PLACES) -> int:
+    """``numerator / denominator`` (``denominator`` > 0) rounded half-even to ``places``
+    decimals, as a whole number of ``10**-places``: ``round_half_even`` in integers
+    (a Fraction product would reduce by a gcd on every line)."""
+    whole, rest = divmod(numerator * 10**places, denominator)
     twice = 2 * rest
     if twice > denominator or (twice == denominator and whole % 2 == 1):
         whole += 1
-    return Decimal(whole).scaleb(-places, context=EXACT)
+    return whole
+
+
+def fixed(units: int, places: int) -> str:
+    """A whole number of ``10**-places`` as plain decimal text with ``places`` decimals:
+    ``format(Decimal(units).scaleb(-places), "f")`` without the Decimal."""
+    if not places:
+        return str(units)
+    digits = str(abs(units)).rjust(places + 1, "0")
+    return ("-" if units < 0 else "") + digits[:-places] + "." + digits[-places:]
+
+
+def display_units(units: int) -> str:
+    """``display`` of a value already rounded to ``DISPLAY_PLACES`` (as ``rounded_units``)."""
+    plain = fixed(units, DISPLAY_PLACES).rstrip("0").rstrip(".")
+    return plain or "0"
 
 
 def text(value: Decimal) -> str:

@@ -20,7 +20,6 @@ from reporting.billing import (
     money,
     observed,
     periods,
-    rating,
     statements,
     tiers,
 )
@@ -59,17 +58,19 @@ def statement_text(session: Session, cloud: str, project_id: str, period: str,
         return _empty_closed(cloud, project_id, period, closed[period])
     start, end = periods.parse(period)
     versions = timeline(session, cloud)
-    lines = rating.rate_intervals(
-        statements.intervals(session, cloud, start, min(end, now), project_id),
-        versions, start, end, now,
-    )
+    # Where the database can, one set-based query rates the project's lines, and each
+    # is rendered from its kind (``line_texts``): the text the pure rating renders.
+    lines = writes.of(session).project_lines(session, cloud, project_id, versions, start,
+                                             end, now)
     found = adjustments.pending(session, cloud, period, closed, versions, now, project_id)
-    billing_metrics.statement_computed(cloud, "project", 1, known=bool(lines or found))
-    return statements.text(statements.document(
+    billing_metrics.statement_computed(cloud, "project", 1, known=bool(lines.texts or found))
+    rendered, at = statements.envelope(statements.document(
         cloud=cloud, project_id=project_id, period=period,
         currency_code=statements.currency(versions, end), closed=False, computed_at=now,
-        lines=lines, adjustments=found, tier_lines=tiers.tier_lines(lines, versions),
+        lines=[], adjustments=found, frozen=(lines.subtotal, lines.unrated),
+        tier_lines=lines.tier_lines,
     ))
+    return rendered[:at] + ",".join(lines.texts) + rendered[at:]
 
 
 def project_summaries(session: Session, cloud: str, period: str, projects: frozenset[str],

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
@@ -32,7 +33,9 @@ from sqlalchemy.orm import Session
 from reporting.billing import kinds as kinds_of
 from reporting.billing import money, tiers
 from reporting.billing.kinds import Kind, VersionRange
+from reporting.billing.line_texts import LineForm
 from reporting.billing.pricelist import PriceVersion, minor_units_of
+from reporting.billing.statements import ProjectLines
 
 _ATTEMPTS = 5  # kinds re-priced at most this often when ingest adds some meanwhile
 
@@ -75,14 +78,34 @@ def _bound(moment: dt.datetime | None, infinity: str) -> dt.datetime | str:
     return infinity if moment is None else moment
 
 
+def cut(params: dict[str, Any], periods: Sequence[VersionRange]) -> str:
+    """The ``FROM`` of every interval cut at the version ranges ``periods``: ``ri`` the
+    interval, ``v.n`` the range of a piece, ``p.s``/``p.e`` its bounds (clipped to the
+    period and to *now*, ``:pstart`` and ``:cap``), ``d.m`` its length in
+    microseconds (``pieces`` keeps those with ``p.e > p.s``)."""
+    version_rows = [(r.number, _bound(r.start, "-infinity"), _bound(r.end, "infinity"))
+                    for r in periods]
+    version_values = values("v", [("n", "integer"), ("vfrom", "timestamp"),
+                                  ("vto", "timestamp")], version_rows, params)
+    return f"""FROM resource_intervals ri
+JOIN {version_values}
+  ON v.vfrom < LEAST(COALESCE(ri."end", CAST(:cap AS timestamp)), CAST(:cap AS timestamp))
+ AND v.vto > GREATEST(ri.start, CAST(:pstart AS timestamp))
+CROSS JOIN LATERAL (
+  SELECT GREATEST(ri.start, CAST(:pstart AS timestamp), v.vfrom) AS s,
+         LEAST(COALESCE(ri."end", CAST(:cap AS timestamp)), CAST(:cap AS timestamp), v.vto) AS e
+) AS p
+CROSS JOIN LATERAL (
+  SELECT CAST(round(date_part('epoch', p.e - p.s) * 1000000) AS bigint) AS m
+) AS d"""  # noqa: S608 - constants and bound parameters only
+
+
 def pieces(params: dict[str, Any], periods: Sequence[VersionRange], kinds: Sequence[Kind],
            max_micros: int) -> str:
     """The ``FROM … WHERE`` of every piece: ``ri`` the interval, ``v.n`` its version
     range, ``p.s``/``p.e`` its bounds, ``t`` not NULL when the range has terms for its
     project, ``k`` its kind (NULL: a kind not priced), ``z`` not NULL when its project
     is zero-rated by its version."""
-    version_rows = [(r.number, _bound(r.start, "-infinity"), _bound(r.end, "infinity"))
-                    for r in periods]
     kind_rows = []
     for kind in kinds:
         per_micro = kind.minor_per_micro()
@@ -98,8 +121,6 @@ def pieces(params: dict[str, Any], periods: Sequence[VersionRange], kinds: Seque
         ))
     zero_rows = sorted({(r.number, project) for r in periods if r.version is not None
                         for project in r.version.zero_rated_projects})
-    version_values = values("v", [("n", "integer"), ("vfrom", "timestamp"),
-                                  ("vto", "timestamp")], version_rows, params)
     kind_values = values("k", [
         ("kid", "integer"), ("n", "integer"), ("cls", "text"), ("rtype", "text"),
         ("state_null", "boolean"),
@@ -119,17 +140,7 @@ def pieces(params: dict[str, Any], periods: Sequence[VersionRange], kinds: Seque
                      "AS t(n, project_id) ON t.n = v.n AND t.project_id = ri.project_id")
         term_kind = "AND k.cls = COALESCE(t.project_id, '') "
     return f"""
-FROM resource_intervals ri
-JOIN {version_values}
-  ON v.vfrom < LEAST(COALESCE(ri."end", CAST(:cap AS timestamp)), CAST(:cap AS timestamp))
- AND v.vto > GREATEST(ri.start, CAST(:pstart AS timestamp))
-CROSS JOIN LATERAL (
-  SELECT GREATEST(ri.start, CAST(:pstart AS timestamp), v.vfrom) AS s,
-         LEAST(COALESCE(ri."end", CAST(:cap AS timestamp)), CAST(:cap AS timestamp), v.vto) AS e
-) AS p
-CROSS JOIN LATERAL (
-  SELECT CAST(round(date_part('epoch', p.e - p.s) * 1000000) AS bigint) AS m
-) AS d
+{cut(params, periods)}
 {term_join}
 LEFT JOIN {kind_values}
   ON k.n = v.n {term_kind}AND k.rtype = ri.resource_type AND k.state_null = (ri.state IS NULL)
@@ -335,3 +346,80 @@ def add_sums(sums: TierSums, project: str, gid: int, micro_quantity: Decimal,
     else:
         sums[key] = (priced, unit, quantity, weighted)
 
+
+
+# One project's pieces, each as the columns its kind and its text are found from: one
+# row of arrays, in no order (Python sorts them as the pure rating does).  One
+# project's intervals are few: one query, the kinds priced from what it answers.
+_PROJECT_PIECES = """
+SELECT array_agg(ri.resource_type) AS rtypes, array_agg(ri.resource_id) AS rids,
+       array_agg(ri.event_id) AS eids, array_agg(p.s) AS starts, array_agg(p.e) AS ends,
+       array_agg(d.m) AS lengths, array_agg(v.n) AS ranges, array_agg(ri.state) AS states,
+       array_agg(COALESCE(CAST(ri.size AS text), 'null')) AS sizes
+{cut}
+WHERE {overlap} AND ri.project_id = :project AND p.e > p.s"""
+
+
+def project_lines(session: Session, cloud: str, project: str, versions: list[PriceVersion],
+                  period_start: dt.datetime, period_end: dt.datetime, now: dt.datetime
+                  ) -> ProjectLines:
+    """Every line of ``project`` in the period: its intervals cut at the version ranges
+    in the database (``cut``), each piece priced by its kind (``kinds``, each priced
+    once by the pure rating's code) and rendered by it (``line_texts``): what
+    ``rating.rate_intervals`` of its intervals, rendered, subtotalled and grouped in
+    tier lines (``tiers.tier_lines``), answers."""
+    cap = min(period_end, now)
+    if cap <= period_start:
+        return ProjectLines([], money.ZERO, 0, [])
+    params: dict[str, Any] = {"cloud": cloud, "pstart": period_start, "cap": cap,
+                              "project": project}
+    periods = kinds_of.ranges(versions, period_start, cap)
+    row = session.execute(sa.text(_PROJECT_PIECES.format(
+        cut=cut(params, periods), overlap=_OVERLAP)), params).one()
+    if row.rids is None:
+        return ProjectLines([], money.ZERO, 0, [])
+    rtypes, rids, eids, starts, ends = row.rtypes, row.rids, row.eids, row.starts, row.ends
+    lengths, numbers, states, sizes = row.lengths, row.ranges, row.states, row.sizes
+    # the project's own kinds where a range has terms for it (``kinds.price``)
+    by_number = {r.number: r.version for r in periods}
+    owner = project if any(v is not None and project in v.terms
+                           for v in by_number.values()) else ""
+    keys = [(rtypes[i], states[i] is None, states[i] or "", sizes[i])
+            for i in range(len(rids))]
+    priced = kinds_of.price([(*key, json.loads(key[3]), owner) for key in set(keys)], periods)
+    kind_of = {(k.number, k.project, k.resource_type, k.state_null, k.state, k.size_text): k
+               for k in priced}
+    term = {n: project if v is not None and project in v.terms else ""
+            for n, v in by_number.items()}
+    zero = {n: v is not None and project in v.zero_rated_projects
+            for n, v in by_number.items()}
+    forms: dict[tuple[int, bool], LineForm] = {}
+    texts = []
+    units: dict[int, int] = collections.defaultdict(int)  # minor units by places
+    unrated = 0
+    micros: dict[int, int] = collections.defaultdict(int)  # rated non-zero, by kind
+    for index in sorted(range(len(rids)), key=lambda i: (rtypes[i], rids[i], starts[i])):
+        number, length = numbers[index], lengths[index]
+        kind = kind_of[(number, term[number], *keys[index])]
+        form = forms.get((kind.kid, zero[number]))
+        if form is None:
+            form = forms[(kind.kid, zero[number])] = LineForm.of(
+                kind.resource_type, None if kind.state_null else kind.state, kind.size,
+                kind.label, kind.unit, kind.price, zero[number], kind.places)
+        texts.append(form.text(rids[index], eids[index], starts[index], ends[index], length))
+        amount = form.units(length)
+        if amount is None:
+            unrated += 1
+        else:
+            units[form.places] += amount
+            if not zero[number]:
+                micros[kind.kid] += length
+    subtotal = money.total(money.minor(count, places) for places, count in units.items())
+    tiered, described = tier_kinds(priced, periods, versions, period_end)
+    sums: TierSums = {}
+    for kid, group, quantity, weighted in tiered:
+        if kid in micros:
+            add_sums(sums, project, group, money.multiply(Decimal(micros[kid]),
+                                                          Decimal(quantity)),
+                     money.multiply(Decimal(micros[kid]), Decimal(weighted)), described)
+    return ProjectLines(texts, subtotal, unrated, tiers.from_sums(sums, versions))

@@ -138,6 +138,30 @@ def python_subtotals(session: Session, cloud: str, versions: list[PriceVersion],
     }
 
 
+@dataclasses.dataclass(frozen=True)
+class ProjectLines:
+    """One project's lines of a period as its statement answers them: their texts in
+    statement order, their subtotal and unrated count, and its tier lines."""
+
+    texts: list[str]
+    subtotal: Decimal
+    unrated: int
+    tier_lines: list[tiers.TierLine]
+
+
+def python_project_lines(session: Session, cloud: str, project_id: str,
+                         versions: list[PriceVersion], start: dt.datetime, end: dt.datetime,
+                         now: dt.datetime) -> ProjectLines:
+    """``project_id``'s lines of the period by the pure rating (the write seam's
+    ``project_lines`` on SQLite; PostgreSQL runs ``sql_rating.project_lines``, and
+    tests keep the two equal)."""
+    lines = rating.rate_intervals(intervals(session, cloud, start, min(end, now), project_id),
+                                  versions, start, end, now)
+    return ProjectLines([text(line.as_dict()) for line in lines], rating.subtotal(lines),
+                        sum(1 for line in lines if line.unrated is not None),
+                        tiers.tier_lines(lines, versions))
+
+
 def tiered_lines(session: Session, cloud: str, versions: list[PriceVersion],
                  start: dt.datetime, end: dt.datetime, now: dt.datetime,
                  places: int | None = None, project_id: str | None = None,

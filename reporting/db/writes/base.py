@@ -452,6 +452,13 @@ class Writes(abc.ABC):
         (``reporting.billing.tiers``, not in the subtotals)."""
 
     @abc.abstractmethod
+    def project_lines(self, session: Session, cloud: str, project_id: str,
+                      versions: Sequence[Any], start: dt.datetime, end: dt.datetime,
+                      now: dt.datetime) -> Any:
+        """``project_id``'s lines of ``[start, end)`` (open intervals end at ``now``) as
+        its statement answers them (``reporting.billing.statements.ProjectLines``)."""
+
+    @abc.abstractmethod
     def freeze_lines(self, session: Session, cloud: str, period: str, versions: Sequence[Any],
                      now: dt.datetime, places: int | None = None
                      ) -> tuple[dict[str, tuple[Decimal, int]], list[Any]]:

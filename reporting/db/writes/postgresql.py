@@ -289,6 +289,12 @@ class PostgresWrites(Writes):
                                                     now, after, limit)
         return subtotals, tiers.from_sums(sums, versions)
 
+    def project_lines(self, session: Session, cloud: str, project_id: str,
+                      versions: Sequence[Any], start: dt.datetime, end: dt.datetime,
+                      now: dt.datetime) -> Any:
+        return sql_rating.project_lines(session, cloud, project_id, list(versions), start,
+                                        end, now)
+
     def freeze_lines(self, session: Session, cloud: str, period: str, versions: Sequence[Any],
                      now: dt.datetime, places: int | None = None
                      ) -> tuple[dict[str, tuple[Decimal, int]], list[Any]]:

@@ -203,6 +203,12 @@ class SqliteWrites(Writes):
         return subtotals, statements.tier_lines(session, cloud, list(versions), start, end,
                                                 now, projects=(listed[0], listed[-1]))
 
+    def project_lines(self, session: Session, cloud: str, project_id: str,
+                      versions: Sequence[Any], start: dt.datetime, end: dt.datetime,
+                      now: dt.datetime) -> Any:
+        return statements.python_project_lines(session, cloud, project_id, list(versions),
+                                               start, end, now)
+
     def freeze_lines(self, session: Session, cloud: str, period: str, versions: Sequence[Any],
                      now: dt.datetime, places: int | None = None
                      ) -> tuple[dict[str, tuple[Decimal, int]], list[Any]]:

@@ -26,6 +26,7 @@ from reporting.billing import (
 )
 from reporting.db import engine as db_engine
 from reporting.db.account_models import AccountMembership
+from reporting.db.models import ResourceInterval
 from tests.functional.billing.history import SMALL, empty_history, event, october, seed
 from tests.functional.billing.test_close_property import (
     SIZED_PRICES,
@@ -71,6 +72,25 @@ def _sql(session: Session, now: dt.datetime) -> dict[str, tuple[Decimal, int]]:
                                         start, end, now)
 
 
+def _project_lines_agree(session: Session, now: dt.datetime) -> int:
+    """Each project's lines rated set-based (``sql_rating.project_lines``: their texts,
+    subtotal, unrated count and tier lines) are the pure rating's; answers how many
+    lines were compared."""
+    start, end = periods.parse("2026-10")
+    timeline = versions.timeline(session, "c1")
+    projects = set(session.execute(sa.select(ResourceInterval.project_id)).scalars())
+    compared = 0
+    for project in sorted(projects | {"p-none"}):
+        python = statements.python_project_lines(session, "c1", project, timeline, start, end,
+                                                 now)
+        found = sql_rating.project_lines(session, "c1", project, timeline, start, end, now)
+        assert found == python, project
+        assert [t.as_dict() for t in found.tier_lines] == [
+            t.as_dict() for t in python.tier_lines]
+        compared += len(found.texts)
+    return compared
+
+
 @pytest.fixture
 def pg(pg_migrated_database: str) -> Any:
     engine = db_engine.make_engine(pg_migrated_database)
@@ -91,6 +111,7 @@ def test_every_rate_kind_agrees(pg: sessionmaker[Session], now: dt.datetime) -> 
     with pg() as session:
         python = _python(session, now)
         assert python and python == _sql(session, now)
+        assert _project_lines_agree(session, now)
     if now.month == 12:
         # the image without a size and the router: unrated, one line per piece of the
         # timeline from the 4th (cut at p1's term dates 10-05, 10-12 06:00 and 10-25
@@ -113,6 +134,7 @@ def _random_histories_agree(factory: sessionmaker[Session], examples: int,
         with factory() as session:
             for now in instants:
                 assert _python(session, now) == _sql(session, now)
+                _project_lines_agree(session, now)
 
     run()
 
@@ -146,6 +168,7 @@ def test_prices_beyond_64_bits_take_the_exact_numeric_path(pg: sessionmaker[Sess
         python = _python(session, now)
         assert python == _sql(session, now)
         assert max(subtotal for subtotal, _unrated in python.values()) > Decimal("1e12")
+        assert _project_lines_agree(session, now)
 
 
 def test_a_kind_written_between_the_two_queries_is_priced_again(
@@ -323,6 +346,7 @@ def test_account_terms_agree(pg_accounts: sessionmaker[Session]) -> None:
         for now in (dt.datetime(2026, 12, 15), dt.datetime(2026, 10, 14, 7),
                     dt.datetime(2026, 10, 1, 0, 0, 0, 1)):
             assert _python(session, now) == _sql(session, now)
+            _project_lines_agree(session, now)
 
 
 def test_random_histories_with_account_terms_agree(pg_accounts: sessionmaker[Session]) -> None:
@@ -359,6 +383,7 @@ def test_many_members_of_an_account_with_terms_are_bound_as_arrays(
     with pg() as session:
         python = _python(session, now)
         assert python == _sql(session, now)
+        assert _project_lines_agree(session, now)
     # p1 (in big): inst-a 24 h x 0.010 = 0.24 in lines cut at px's dates (0.10 + 0.14
     # shut off at full rate: no state modifier here); vol-a unrated; inst-b 48 h x 0.010
     # = 0.48
@@ -410,6 +435,8 @@ def test_tier_lines_summed_set_based_are_the_pure_ratings(pg_migrated_database: 
                     assert found == expected
                     assert [t.as_dict() for t in found] == [t.as_dict() for t in expected]
                     priced.append(len(found))
+                # and one project's lines, with its tier lines, as its statement rates them
+                _project_lines_agree(session, now)
             # the close sums them from the lines it freezes, in the places it was given
             # (rolled back here)
             totals, sums = sql_close.freeze(session, "c1", "2026-10", timeline)
