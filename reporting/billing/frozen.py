@@ -7,9 +7,11 @@ from the period's start, and its kind (``2 × kind + 1`` when zero-rated); per k
 of the period (``closed_kinds``) the version label, type, state, size and price the
 rating gave it.  The frozen lines are also the base of later adjustments
 (``reporting.billing.adjustments``).  That is every input of the line, so the answer is rebuilt from
-stored data alone by the one line construction of the rating
-(``rating.line_of``) and the one renderer (``statements.text``): the same bytes as
-the statement computed at the close, however the projection changes later.
+stored data alone: ``lines`` by the one line construction of the rating
+(``rating.line_of``), ``text`` from each line's kind and columns
+(``line_texts.LineForm``, which renders what ``statements.text`` renders of that
+line): the same bytes as the statement computed at the close, however the
+projection changes later.
 
 A close computes it set-based on PostgreSQL (``reporting.billing.sql_close``) and
 here in Python on SQLite (``freeze_in_python``); both write the same rows (a test

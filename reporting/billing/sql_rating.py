@@ -11,6 +11,8 @@ The kinds are found by a first query, so a kind written between the two statemen
 (a concurrent ingest, outside a snapshot) finds no match: the rating counts such
 pieces and prices the new kinds again.
 
+``project_lines`` rates one project's lines for its statement (one query of its
+intervals cut at the version ranges; the kinds found among them in Python).
 ``project_totals`` is the per-project summaries' query (with the sums of the tier
 groups, ``reporting.billing.tiers``); ``reporting.billing.sql_close`` freezes a closed
 period with the same pieces.
