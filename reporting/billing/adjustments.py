@@ -34,7 +34,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from reporting.billing import frozen, money, periods, rating, statements, tiers
+from reporting.billing import frozen, money, periods, rating, tiers
 from reporting.billing.pricelist import PriceVersion
 from reporting.billing.statements import Adjustment, ResourceRef, intervals_of
 from reporting.db import writes
@@ -226,7 +226,9 @@ def _tier_adjustments(
     its late resources ``late`` change: per project their events name and tiered type
     they are of, the tier line recomputed now − frozen − booked, as for a resource.  A
     tier line depends only on its project's lines of its type, so it changes only
-    when one of those resources has a late fact."""
+    when one of those resources has a late fact.  A fixed number of queries for all
+    those projects: their tier lines now summed set-based where the database can
+    (``tier_lines_of``), their frozen statements, their booked tier adjustments."""
     start, end = periods.parse(source.period)
     types = tiers.tiered_types(v for v in versions if v.effective_from < end)
     touched = sorted(ref for ref in late if ref[0] in types)
@@ -234,57 +236,101 @@ def _tier_adjustments(
         return []
     owners = sorted({project for ref in touched for project in projects.get(ref, ())
                      if project and (project_id is None or project == project_id)})
+    if not owners:
+        return []
+    # a tier line's adjustments name its version's label (and a volume type's tiers
+    # that type too) as the resource id, which no resource's id can be (it holds a "/")
+    ids = sorted(tiers.adjusted_ids(v for v in versions if v.effective_from < end))
+    late_of: dict[str, list[ResourceRef]] = collections.defaultdict(list)
+    for ref in touched:
+        for project in projects.get(ref, ()):
+            late_of[project].append(ref)
+    recomputed: dict[str, dict[ResourceRef, Decimal]] = collections.defaultdict(dict)
+    for tier in writes.of(session).tier_lines_of(session, cloud, versions, start, end, now,
+                                                 source.minor_units, owners):
+        mine_now = recomputed[tier.project_id]
+        mine_now[tier.adjusted_as] = money.add(mine_now.get(tier.adjusted_as, _ZERO),
+                                               tier.amount)
+    # The group's resources then and now: the late ones among them are the causes
+    # (the same whoever asks: one project's statement reads only these).
+    members = _lines_now(session, cloud, start, min(end, now), touched)
+    frozen_rows = _frozen_statements(session, cloud, source.period, owners)
+    known = frozen.kinds(session, cloud, source.period) if any(
+        row.lines_at is not None for row in frozen_rows.values()) else {}
+    base: dict[str, dict[ResourceRef, Decimal]] = collections.defaultdict(dict)
+    booked_until: dict[tuple[str, ResourceRef], int] = {}
+    for chunk in _chunks(owners):
+        query = sa.select(BookedAdjustment).where(
+            BookedAdjustment.cloud == cloud, BookedAdjustment.source_period == source.period,
+            BookedAdjustment.project_id.in_(chunk),
+            BookedAdjustment.resource_type.in_(sorted(types)),
+            BookedAdjustment.resource_id.in_(ids))
+        for booked in session.execute(query).scalars():
+            ref = (booked.resource_type, booked.resource_id)
+            booked_base = base[booked.project_id]
+            booked_base[ref] = money.add(booked_base.get(ref, _ZERO), booked.amount)
+            until = (booked.project_id, ref)
+            booked_until[until] = max(booked_until.get(until, 0), booked.cutoff_seq)
     found: list[Adjustment] = []
     for project in owners:
-        mine = [ref for ref in touched if project in projects.get(ref, ())]
+        mine = late_of[project]
         kinds = {rtype for rtype, _rid in mine}
-        # a tier line's adjustments name its version's label (and a volume type's
-        # tiers that type too) as the resource id, which no resource's id can be (it
-        # holds a "/")
-        ids = sorted(tiers.adjusted_ids(v for v in versions if v.effective_from < end))
-        base: dict[ResourceRef, Decimal] = collections.defaultdict(lambda: _ZERO)
-        # The group's resources then and now: the late ones among them are the causes
-        # (the same whoever asks: one project's statement reads only these).
-        members: set[ResourceRef] = set()
-        row = session.get(ClosedStatement, (cloud, source.period, project))
+        mine_base = {ref: amount for ref, amount in base[project].items() if ref[0] in kinds}
+        row = frozen_rows.get(project)
         if row is not None:
             for frozen_tier in json.loads(row.body).get("tiers", []):
                 key = (frozen_tier["resource_type"], tiers.adjusted_id(
                     frozen_tier["price_list_version"], frozen_tier.get("volume_type")))
                 if key[0] in kinds:
-                    base[key] = money.add(base[key], Decimal(frozen_tier["amount"]))
+                    mine_base[key] = money.add(mine_base.get(key, _ZERO),
+                                               Decimal(frozen_tier["amount"]))
             if row.lines_at is not None:
-                members.update((line.resource_type, line.resource_id)
-                               for line in frozen.lines(session, row, places=source.minor_units))
-        booked_until: dict[ResourceRef, int] = {}
-        query = sa.select(BookedAdjustment).where(
-            BookedAdjustment.cloud == cloud, BookedAdjustment.source_period == source.period,
-            BookedAdjustment.project_id == project,
-            BookedAdjustment.resource_type.in_(sorted(kinds)),
-            BookedAdjustment.resource_id.in_(ids))
-        for booked in session.execute(query).scalars():
-            key = (booked.resource_type, booked.resource_id)
-            base[key] = money.add(base[key], booked.amount)
-            booked_until[key] = max(booked_until.get(key, 0), booked.cutoff_seq)
-        recomputed: dict[ResourceRef, Decimal] = collections.defaultdict(lambda: _ZERO)
-        lines = statements.tiered_lines(session, cloud, versions, start, end, now,
-                                        source.minor_units, project_id=project, only=kinds)
-        members.update((line.resource_type, line.resource_id) for line in lines)
-        for tier in tiers.tier_lines(lines, versions, source.minor_units):
-            recomputed[tier.adjusted_as] = money.add(recomputed[tier.adjusted_as], tier.amount)
-        for key in sorted(set(recomputed) | set(base)):
-            amount = money.subtract(recomputed[key], base[key])
+                members.update((project, ref) for ref in frozen.resources(row, known))
+        mine_now = {ref: amount for ref, amount in recomputed[project].items()
+                    if ref[0] in kinds}
+        for key in sorted(set(mine_now) | set(mine_base)):
+            amount = money.subtract(mine_now.get(key, _ZERO), mine_base.get(key, _ZERO))
             if amount == 0:
                 continue
-            of_type = [ref for ref in mine if ref[0] == key[0] and ref in members]
+            of_type = [ref for ref in mine if ref[0] == key[0] and (project, ref) in members]
             events = sorted((seq, event_id) for ref in of_type
                             for seq, event_id, when in history.get(ref, [])
                             if seq > source.cutoff_seq and when < end)
-            since = booked_until.get(key, source.cutoff_seq)
+            since = booked_until.get((project, key), source.cutoff_seq)
             causes = [event_id for seq, event_id in events if seq > since] or [
                 event_id for _seq, event_id in events]
             found.append(Adjustment(source.period, project, key[0], key[1], amount, causes))
     return found
+
+
+def _lines_now(session: Session, cloud: str, start: dt.datetime, cap: dt.datetime,
+               refs: Sequence[ResourceRef]) -> set[tuple[str, ResourceRef]]:
+    """``(project, resource)`` of each of ``refs`` with a line in ``[start, cap)`` now:
+    an interval of it overlapping it, in that project."""
+    found: set[tuple[str, ResourceRef]] = set()
+    if cap <= start:
+        return found
+    wanted = set(refs)
+    model = ResourceInterval
+    for chunk in _chunks(sorted({rid for _rtype, rid in refs})):
+        query = sa.select(model.project_id, model.resource_type, model.resource_id).distinct(
+        ).where(model.cloud == cloud, model.resource_id.in_(chunk), model.start < cap,
+                sa.or_(model.end.is_(None), model.end > start))
+        found.update((row.project_id, (row.resource_type, row.resource_id))
+                     for row in session.execute(query)
+                     if (row.resource_type, row.resource_id) in wanted)
+    return found
+
+
+def _frozen_statements(session: Session, cloud: str, period: str, projects: Sequence[str]
+                       ) -> dict[str, ClosedStatement]:
+    rows: dict[str, ClosedStatement] = {}
+    for chunk in _chunks(projects):
+        query = sa.select(ClosedStatement).where(
+            ClosedStatement.cloud == cloud, ClosedStatement.period == period,
+            ClosedStatement.project_id.in_(chunk))
+        rows.update((row.project_id, row) for row in session.execute(query).scalars())
+    return rows
 
 
 def pending(

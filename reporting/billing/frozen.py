@@ -202,6 +202,13 @@ def lines(session: Session, row: ClosedStatement, resources: Container[str] | No
     return found
 
 
+def resources(row: ClosedStatement, known: dict[int, FrozenKind]) -> set[tuple[str, str]]:
+    """The (resource_type, resource_id) of a closed statement's frozen lines
+    (``known``: its period's ``kinds``)."""
+    return {(known[coded // 2].resource_type, resource_id) for resource_id, coded in zip(
+        row.line_resource_ids or [], row.line_kinds or [], strict=True)}
+
+
 def text(session: Session, row: ClosedStatement, places: int | None = None,
          known: dict[int, FrozenKind] | None = None) -> str:
     """The exact text a closed statement is answered as (``places``: its close's

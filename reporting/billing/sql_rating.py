@@ -51,7 +51,7 @@ SELECT d.rtype, d.state_null, d.state, d.size_text, CAST(d.size_text AS json) AS
 FROM (SELECT ri.resource_type AS rtype, ri.state IS NULL AS state_null,
              COALESCE(ri.state, '') AS state,
              COALESCE(CAST(ri.size AS text), 'null') AS size_text, {{cls}} AS cls
-      FROM resource_intervals ri WHERE {_OVERLAP}
+      FROM resource_intervals ri WHERE {_OVERLAP}{{only}}
       GROUP BY 1, 2, 3, 4, 5) AS d
 """  # noqa: S608 - constants only
 # Without project terms (the common case) every kind is every project's.
@@ -185,11 +185,16 @@ def local_settings(session: Session, settings: Sequence[tuple[str, str]]) -> Ite
         session.execute(sa.text(f"RESET {name}"))
 
 
+# The intervals of the projects ``:only`` (an array) alone.
+_ONLY = " AND ri.project_id = ANY(CAST(:only AS text[]))"
+
+
 def distinct_kinds(session: Session, params: dict[str, Any],
                    periods: Sequence[VersionRange] = ()) -> list[kinds_of.Distinct]:
     """The period's ``(type, state_null, state, size_text, size, project)``: project
     ``''`` for every project without terms in ``periods``, each project with some
-    apart (so only the kinds that occur in it are priced for it)."""
+    apart (so only the kinds that occur in it are priced for it); of the projects
+    ``params["only"]`` alone if given."""
     bound = dict(params)
     projects = sorted({project for r in periods if r.version is not None
                        for project in r.version.terms})
@@ -198,7 +203,7 @@ def distinct_kinds(session: Session, params: dict[str, Any],
         bound["tp"] = projects
         cls = "CASE WHEN ri.project_id = ANY(CAST(:tp AS text[])) " \
               "THEN ri.project_id ELSE '' END"
-    query = _DISTINCT_KINDS.format(cls=cls)
+    query = _DISTINCT_KINDS.format(cls=cls, only=_ONLY if "only" in params else "")
     rows = session.execute(sa.text(query), bound).all()
     return [(r.rtype, r.state_null, r.state, r.size_text, r.size, r.cls) for r in rows]
 
@@ -224,14 +229,19 @@ def project_totals(
     session: Session, cloud: str, versions: list[PriceVersion], period_start: dt.datetime,
     period_end: dt.datetime, now: dt.datetime,
     after: str | None = None, limit: int | None = None, with_tiers: bool = True,
+    projects: Sequence[str] | None = None,
 ) -> tuple[dict[str, tuple[Decimal, int]], TierSums]:
     """``project_subtotals`` and, in the same query, the sums of those projects' tier
     groups (``TierSums``): the pieces are grouped per project and kind, then the
-    kinds of a tier group summed × their factors (and modifiers)."""
+    kinds of a tier group summed × their factors (and modifiers).  Of ``projects``
+    alone if given (a closed period's projects whose tier lines late facts change,
+    ``adjustments``)."""
     cap = min(period_end, now)
     if cap <= period_start:
         return {}, {}
     base: dict[str, Any] = {"cloud": cloud, "pstart": period_start, "cap": cap}
+    if projects is not None:
+        base["only"] = list(projects)
     periods = kinds_of.ranges(versions, period_start, cap)
     with local_settings(session, SETTINGS):
         distinct = distinct_kinds(session, base, periods)
@@ -240,9 +250,9 @@ def project_totals(
             kinds = kinds_of.price(distinct, periods)
             tiered, described = (tier_kinds(kinds, periods, versions, period_end)
                                  if with_tiers else ([], {}))
-            after_filter = ""
+            after_filter = _ONLY if projects is not None else ""
             if after is not None:
-                after_filter = 'AND ri.project_id COLLATE "C" > :after'
+                after_filter += ' AND ri.project_id COLLATE "C" > :after'
                 params["after"] = after
             sums = f"""
        SUM({BIG_CENTS}) FILTER (WHERE z.n IS NULL AND k.big) AS big_cents,

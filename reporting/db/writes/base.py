@@ -459,6 +459,13 @@ class Writes(abc.ABC):
         its statement answers them (``reporting.billing.statements.ProjectLines``)."""
 
     @abc.abstractmethod
+    def tier_lines_of(self, session: Session, cloud: str, versions: Sequence[Any],
+                      start: dt.datetime, end: dt.datetime, now: dt.datetime, places: int,
+                      projects: Sequence[str]) -> list[Any]:
+        """The tier lines (``reporting.billing.tiers``) of ``projects`` in ``[start,
+        end)`` (open intervals end at ``now``), rounded to ``places``."""
+
+    @abc.abstractmethod
     def freeze_lines(self, session: Session, cloud: str, period: str, versions: Sequence[Any],
                      now: dt.datetime, places: int | None = None
                      ) -> tuple[dict[str, tuple[Decimal, int]], list[Any]]:

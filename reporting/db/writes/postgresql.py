@@ -295,6 +295,13 @@ class PostgresWrites(Writes):
         return sql_rating.project_lines(session, cloud, project_id, list(versions), start,
                                         end, now)
 
+    def tier_lines_of(self, session: Session, cloud: str, versions: Sequence[Any],
+                      start: dt.datetime, end: dt.datetime, now: dt.datetime, places: int,
+                      projects: Sequence[str]) -> list[Any]:
+        _subtotals, sums = sql_rating.project_totals(session, cloud, list(versions), start,
+                                                     end, now, projects=projects)
+        return tiers.from_sums(sums, versions, places)
+
     def freeze_lines(self, session: Session, cloud: str, period: str, versions: Sequence[Any],
                      now: dt.datetime, places: int | None = None
                      ) -> tuple[dict[str, tuple[Decimal, int]], list[Any]]:

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
-from reporting.billing import frozen, periods, statements
+from reporting.billing import frozen, periods, statements, tiers
 from reporting.db.writes.base import (
     CURRENT,
     EVENTS,
@@ -208,6 +208,13 @@ class SqliteWrites(Writes):
                       now: dt.datetime) -> Any:
         return statements.python_project_lines(session, cloud, project_id, list(versions),
                                                start, end, now)
+
+    def tier_lines_of(self, session: Session, cloud: str, versions: Sequence[Any],
+                      start: dt.datetime, end: dt.datetime, now: dt.datetime, places: int,
+                      projects: Sequence[str]) -> list[Any]:
+        return [tier for project in projects for tier in tiers.tier_lines(
+            statements.tiered_lines(session, cloud, list(versions), start, end, now, places,
+                                    project_id=project), versions, places)]
 
     def freeze_lines(self, session: Session, cloud: str, period: str, versions: Sequence[Any],
                      now: dt.datetime, places: int | None = None
