@@ -437,6 +437,14 @@ def test_tier_lines_summed_set_based_are_the_pure_ratings(pg_migrated_database: 
                     priced.append(len(found))
                 # and one project's lines, with its tier lines, as its statement rates them
                 _project_lines_agree(session, now)
+                # some projects alone (the pending tier adjustments' projects): theirs
+                everyone, every_sum = sql_rating.project_totals(session, "c1", timeline, start,
+                                                                end, now)
+                for chosen in (["p1"], ["p2", "p-free"], []):
+                    some, some_sums = sql_rating.project_totals(
+                        session, "c1", timeline, start, end, now, projects=chosen)
+                    assert some == {p: v for p, v in everyone.items() if p in chosen}
+                    assert some_sums == {k: v for k, v in every_sum.items() if k[0] in chosen}
             # the close sums them from the lines it freezes, in the places it was given
             # (rolled back here)
             totals, sums = sql_close.freeze(session, "c1", "2026-10", timeline)
