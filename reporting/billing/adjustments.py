@@ -324,6 +324,7 @@ def _lines_now(session: Session, cloud: str, start: dt.datetime, cap: dt.datetim
 
 def _frozen_statements(session: Session, cloud: str, period: str, projects: Sequence[str]
                        ) -> dict[str, ClosedStatement]:
+    """The closed statements of ``period`` of ``projects`` (those it has), by project."""
     rows: dict[str, ClosedStatement] = {}
     for chunk in _chunks(projects):
         query = sa.select(ClosedStatement).where(
