@@ -45,7 +45,7 @@ def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: Cloud
     budget_s = float(conf.sync.budget_s)
     settle = dt.timedelta(seconds=float(conf.sync.settle_s))
     max_window = dt.timedelta(days=float(conf.sync.deletion_window_max_days))
-    bound = store.completed_bound(factory, entry.name)
+    bound, last_full = store.completed_bounds(factory, entry.name)
     window = deletion_window(at, bound, settle, max_window)
     if window.behind_bound:
         LOG.warning("sync of %s: told instant %s is behind the last completed run (%s); "
@@ -65,8 +65,7 @@ def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: Cloud
         # nova's instant may have lain before the window opened.
         "deleted_at_poll": 0,
     }
-    changed_since, full_bound = _incremental_since(conf, factory, entry.name, at, bound,
-                                                   settle)
+    changed_since, full_bound = _incremental_since(conf, at, bound, last_full, settle)
     if full:
         changed_since = None
     if changed_since is not None:
@@ -122,11 +121,13 @@ def _default_accounts(factory: sessionmaker[Session], cloud: str, observation: O
                  "added)", cloud, report["memberships_added"], len(report["accounts_added"]))
 
 
-def _incremental_since(conf: cfg.ConfigOpts, factory: sessionmaker[Session], cloud: str,
-                       at: dt.datetime, bound: dt.datetime | None, settle: dt.timedelta
+def _incremental_since(conf: cfg.ConfigOpts, at: dt.datetime, bound: dt.datetime | None,
+                       last_full: dt.datetime | None, settle: dt.timedelta
                        ) -> tuple[dt.datetime | None, dt.datetime | None]:
     """(where an incremental run asks for changes from, None for a full run; the
-    newest started_at of the cloud's completed full runs).
+    bound of the sightings: ``last_full``, the newest started_at of the cloud's
+    completed full runs, or ``bound``, that of all its completed runs, when every run
+    is full).
 
     A run is full when no run completed before, when the last completed full run
     started ``[sync] full_listing_interval_s`` or more before ``at`` (0: always), or
@@ -136,10 +137,9 @@ def _incremental_since(conf: cfg.ConfigOpts, factory: sessionmaker[Session], clo
     interval = float(conf.sync.full_listing_interval_s)
     if not interval or bound is None:
         return None, bound
-    full_bound = store.completed_bound(factory, cloud, "full")
-    if full_bound is None or at < bound or at - full_bound >= dt.timedelta(seconds=interval):
-        return None, full_bound
-    return bound - settle, full_bound
+    if last_full is None or at < bound or at - last_full >= dt.timedelta(seconds=interval):
+        return None, last_full
+    return bound - settle, last_full
 
 
 def _plan(factory: sessionmaker[Session], ctx: RunContext, observation: Observation,

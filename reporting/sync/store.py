@@ -54,6 +54,18 @@ def completed_bound(factory: sessionmaker[Session], cloud: str,
         return session.execute(query).scalar_one_or_none()
 
 
+def completed_bounds(factory: sessionmaker[Session], cloud: str
+                     ) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """(``completed_bound`` of every kind, of ``full`` runs only), in one statement."""
+    started = SyncRun.started_at
+    query = sa.select(sa.func.max(started),
+                      sa.func.max(sa.case((SyncRun.kind == "full", started)))).where(
+        SyncRun.cloud == cloud, SyncRun.status == "completed")
+    with factory() as session:
+        latest, full = session.execute(query).one()
+    return latest, full
+
+
 # --- the projection ------------------------------------------------------------------------
 
 def projection_rows(factory: sessionmaker[Session], platform: str, cloud: str,
@@ -77,35 +89,20 @@ def projection_rows(factory: sessionmaker[Session], platform: str, cloud: str,
             for row in session.execute(
                     sa.select(*columns).where(*current, r.resource_type.in_(whole))):
                 found[(row.resource_type, row.resource_id)] = ProjectionRow(*row)
-        by_type: dict[str, list[str]] = {}
-        for rtype, rid in keys:
-            if rtype not in whole:
-                by_type.setdefault(rtype, []).append(rid)
-        for rtype, ids in by_type.items():
-            for chunk in _chunks(sorted(set(ids))):
-                query = sa.select(*columns).where(*current, r.resource_type == rtype,
-                                                  r.resource_id.in_(chunk))
-                for row in session.execute(query):
-                    found[(row.resource_type, row.resource_id)] = ProjectionRow(*row)
+        keyed = sorted({key for key in keys if key[0] not in whole})
+        for row in writes.of(session).rows_by_key(session, platform, cloud, keyed):
+            if row.live or row.deleted_at is None:
+                found[(row.resource_type, row.resource_id)] = ProjectionRow(*row[:7])
         return list(found.values())
 
 
 def held_deleted(factory: sessionmaker[Session], platform: str, cloud: str,
                  keys: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
     """Of ``keys``, those whose row the projection holds as deleted."""
-    by_type: dict[str, list[str]] = {}
-    for rtype, rid in keys:
-        by_type.setdefault(rtype, []).append(rid)
-    found: set[tuple[str, str]] = set()
-    r = CurrentResource
     with factory() as session:
-        for rtype, ids in by_type.items():
-            for chunk in _chunks(ids):
-                query = sa.select(r.resource_id).where(
-                    r.platform == platform, r.cloud == cloud, r.resource_type == rtype,
-                    r.resource_id.in_(chunk), r.live.is_(False), r.deleted_at.is_not(None))
-                found.update((rtype, rid) for rid in session.execute(query).scalars())
-    return found
+        rows = writes.of(session).rows_by_key(session, platform, cloud, sorted(set(keys)))
+    return {(row.resource_type, row.resource_id) for row in rows
+            if not row.live and row.deleted_at is not None}
 
 
 # --- sightings ---------------------------------------------------------------------------
@@ -127,20 +124,13 @@ def last_seen(factory: sessionmaker[Session], cloud: str, keys: Iterable[tuple[s
     ``bound`` is the newest started_at of the cloud's completed runs: an open
     sighting was listed by every completed run since it opened, that one included.
     """
-    by_type: dict[str, list[str]] = {}
-    for rtype, rid in keys:
-        by_type.setdefault(rtype, []).append(rid)
     seen: dict[tuple[str, str], dt.datetime] = {}
-    s = SyncSighting
     with factory() as session:
-        for rtype, ids in by_type.items():
-            for chunk in _chunks(ids):
-                query = sa.select(s.resource_id, s.seen_until).where(
-                    s.cloud == cloud, s.resource_type == rtype, s.resource_id.in_(chunk))
-                for rid, until in session.execute(query):
-                    last = until if until is not None else bound
-                    if last is not None:
-                        seen[(rtype, rid)] = last
+        for rtype, rid, until in writes.of(session).sightings_by_key(
+                session, cloud, sorted(set(keys))):
+            last = until if until is not None else bound
+            if last is not None:
+                seen[(rtype, rid)] = last
     return seen
 
 
@@ -158,16 +148,9 @@ def _open_keys(session: Session, cloud: str, types: Iterable[str] | None = None,
     if whole:
         found.update((rtype, rid) for rtype, rid in session.execute(
             query.where(s.resource_type.in_(whole))))
-    by_type: dict[str, list[str]] = {}
-    for rtype, rid in keys:
-        if rtype not in whole:
-            by_type.setdefault(rtype, []).append(rid)
-    for rtype, ids in by_type.items():
-        for chunk in _chunks(sorted(ids)):
-            found.update((rtype, rid) for rid in session.execute(
-                sa.select(s.resource_id).where(s.cloud == cloud, s.seen_until.is_(None),
-                                               s.resource_type == rtype,
-                                               s.resource_id.in_(chunk))).scalars())
+    keyed = sorted({key for key in keys if key[0] not in whole})
+    found.update((rtype, rid) for rtype, rid, until in
+                 writes.of(session).sightings_by_key(session, cloud, keyed) if until is None)
     return found
 
 

@@ -101,6 +101,17 @@ def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
+# Keys a sync run looks up per statement (its projection rows, held rows, sightings).
+SYNC_KEY_CHUNK = 2000
+
+
+def _ids_by_type(keys: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for rtype, rid in keys:
+        grouped.setdefault(rtype, []).append(rid)
+    return grouped
+
+
 def _rows_query(group: TypeKey, ids_match: sa.ColumnElement[bool],
                 locator: sa.ColumnElement[Any]) -> sa.Select[Any]:
     cr = CURRENT.c
@@ -333,6 +344,36 @@ class Writes(abc.ABC):
             set_={"first_seen_at": statement.excluded.first_seen_at, "seen_until": None},
         )
         session.execute(statement, list(rows))
+
+    def rows_by_key(self, session: Session, platform: str, cloud: str,
+                    keys: Sequence[tuple[str, str]]) -> list[Any]:
+        """The projection rows of ``keys`` ((type, id) of one cloud), those held as deleted
+        included: (resource_type, resource_id, project_id, state, size, live,
+        last_event_at, deleted_at) each, in no order."""
+        c = CURRENT.c
+        found: list[Any] = []
+        for rtype, ids in _ids_by_type(keys).items():
+            for chunk in chunks(ids, SYNC_KEY_CHUNK):
+                found.extend(session.execute(sa.select(
+                    c.resource_type, c.resource_id, c.project_id, c.state, c.size, c.live,
+                    c.last_event_at, c.deleted_at).where(
+                    c.platform == platform, c.cloud == cloud, c.resource_type == rtype,
+                    c.resource_id.in_(chunk))).all())
+        return found
+
+    def sightings_by_key(self, session: Session, cloud: str,
+                         keys: Sequence[tuple[str, str]]) -> list[Any]:
+        """The sightings of ``keys`` ((type, id) of one cloud): (resource_type,
+        resource_id, seen_until) each, None while open, in no order."""
+        s = SIGHTINGS.c
+        found: list[Any] = []
+        for rtype, ids in _ids_by_type(keys).items():
+            for chunk in chunks(ids, SYNC_KEY_CHUNK):
+                found.extend(session.execute(sa.select(
+                    s.resource_type, s.resource_id, s.seen_until).where(
+                    s.cloud == cloud, s.resource_type == rtype,
+                    s.resource_id.in_(chunk))).all())
+        return found
 
     def upsert_size_names(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
         if not rows:

@@ -81,6 +81,47 @@ DELETE_INTERVALS = sa.text(
 )
 
 
+# A sync run's lookups by (type, id) of one cloud (``Writes.rows_by_key``,
+# ``Writes.sightings_by_key``), every type in one statement.  The projection's rows are
+# probed by the id alone like the fold's; a sighting by its whole primary key.
+_TYPED_IDS = ("unnest(CAST(:types AS varchar[]), CAST(:ids AS varchar[])) "
+              "AS k(resource_type, id)")
+SYNC_ROWS = sa.text(
+    "SELECT f.resource_type, f.resource_id, f.project_id, f.state, f.size, f.live, "  # noqa: S608
+    f"f.last_event_at, f.deleted_at FROM {_TYPED_IDS} CROSS JOIN LATERAL ("
+    "SELECT resource_type, resource_id, project_id, state, size, live, last_event_at, "
+    "deleted_at, platform, cloud FROM current_resources WHERE resource_id = k.id "
+    "OFFSET 0) AS f WHERE f.platform = :platform AND f.cloud = :cloud "
+    "AND f.resource_type = k.resource_type"
+)
+SYNC_SIGHTINGS = sa.text(
+    "SELECT s.resource_type, s.resource_id, s.seen_until "  # noqa: S608
+    f"FROM {_TYPED_IDS} CROSS JOIN LATERAL ("
+    "SELECT resource_type, resource_id, seen_until FROM sync_sightings "
+    "WHERE cloud = :cloud AND resource_type = k.resource_type AND resource_id = k.id "
+    "OFFSET 0) AS s"
+)
+
+
+def _typed_params(keys: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    return {"types": pg_batch.array_literal(t for t, _ in keys),
+            "ids": pg_batch.array_literal(i for _, i in keys)}
+
+
+def sync_rows(session: Session, platform: str, cloud: str,
+              keys: Sequence[tuple[str, str]]) -> list[Any]:
+    """``Writes.rows_by_key`` of one chunk of keys."""
+    return list(session.execute(SYNC_ROWS, {"platform": platform, "cloud": cloud,
+                                            **_typed_params(keys)}).all())
+
+
+def sync_sightings(session: Session, cloud: str, keys: Sequence[tuple[str, str]]
+                   ) -> list[Any]:
+    """``Writes.sightings_by_key`` of one chunk of keys."""
+    return list(session.execute(SYNC_SIGHTINGS, {"cloud": cloud,
+                                                 **_typed_params(keys)}).all())
+
+
 def _params(group: TypeKey, ids: Sequence[str]) -> dict[str, Any]:
     return {"platform": group[0], "cloud": group[1], "resource_type": group[2],
             "ids": pg_batch.array_literal(ids)}

@@ -33,6 +33,7 @@ from reporting.db.writes.base import (
     EVENTS,
     INTERVALS,
     KEY_NAMES,
+    SYNC_KEY_CHUNK,
     FoldWrites,
     HeldResource,
     OpenInterval,
@@ -40,6 +41,7 @@ from reporting.db.writes.base import (
     T,
     Writes,
     by_type,
+    chunks,
 )
 
 _NAMES = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
@@ -171,6 +173,20 @@ class PostgresWrites(Writes):
         found: dict[ResourceKey, list[fold.FoldEvent]] = {}
         for group, ids in by_type(keys).items():
             found.update(pg_lookup.histories(session, group, ids))
+        return found
+
+    def rows_by_key(self, session: Session, platform: str, cloud: str,
+                    keys: Sequence[tuple[str, str]]) -> list[Any]:
+        found: list[Any] = []
+        for chunk in chunks(keys, SYNC_KEY_CHUNK):
+            found.extend(pg_lookup.sync_rows(session, platform, cloud, chunk))
+        return found
+
+    def sightings_by_key(self, session: Session, cloud: str,
+                         keys: Sequence[tuple[str, str]]) -> list[Any]:
+        found: list[Any] = []
+        for chunk in chunks(keys, SYNC_KEY_CHUNK):
+            found.extend(pg_lookup.sync_sightings(session, cloud, chunk))
         return found
 
     def delete_intervals_of(self, session: Session, keys: Iterable[ResourceKey]) -> None:

@@ -69,6 +69,52 @@ def test_held_deleted_names_rows_the_projection_ended(factory):
     assert store.held_deleted(factory, "openstack", "sim", keys) == {("volume", "v2")}
 
 
+def test_keyed_reads_find_each_key_of_its_cloud_and_type_only(factory):
+    """An incremental run's lookups by key (every type in one statement on
+    PostgreSQL): each key's own row, never a row of the same id in another cloud or
+    of another type, rows held as deleted told apart."""
+    day = T - dt.timedelta(days=1)
+    vol = {"size_gb": 1, "type": "ssd"}
+    events = [collector_create("volume", "v1", day, size=vol),
+              collector_create("instance", "i1", day, project="p-i1"),
+              collector_create("volume", "v2", day, size=vol),
+              collector_create("loadbalancer", "lb1", day),
+              # v3 lives in another cloud; i1's id is also a volume's there.
+              {**collector_create("volume", "v3", day, size=vol), "cloud": "other"},
+              {**collector_create("volume", "i1", day, size=vol), "cloud": "other",
+               "event_id": "other-i1"}]
+    events.append({**events[2], "event_id": "del-v2", "event_type": "volume.delete.end",
+                   "timestamp": "2026-11-02T12:30:00Z", "payload": {}})
+    assert {r.status for r in ingest(factory, events, require_size_schema=False)} == {
+        "stored"}
+    keys = [("volume", "v1"), ("instance", "i1"), ("volume", "v2"), ("volume", "v3"),
+            ("image", "i1"), ("volume", "nowhere")]
+    rows = store.projection_rows(factory, "openstack", "sim", types=["loadbalancer"],
+                                 keys=keys)
+    assert sorted((r.resource_type, r.resource_id, r.project_id) for r in rows) == [
+        ("instance", "i1", "p-i1"), ("loadbalancer", "lb1", "p-collector"),
+        ("volume", "v1", "p-collector")]
+    assert store.held_deleted(factory, "openstack", "sim", keys) == {("volume", "v2")}
+    assert store.held_deleted(factory, "openstack", "other", keys) == set()
+    store.record_sightings(factory, "sim", keys[:2], T, None)
+    store.record_sightings(factory, "other", [("volume", "v1"), ("volume", "v2")], T, None)
+    later = T + dt.timedelta(hours=1)
+    assert store.last_seen(factory, "sim", keys, later) == {
+        ("volume", "v1"): later, ("instance", "i1"): later}
+
+
+def test_completed_bounds_of_every_run_and_of_full_runs(factory):
+    assert store.completed_bounds(factory, "sim") == (None, None)
+    for minutes, kind, status in ((0, "full", "completed"), (10, "incremental", "completed"),
+                                  (20, "full", "failed")):
+        run_id = f"run-{minutes}"
+        at = T + dt.timedelta(minutes=minutes)
+        store.create_run(factory, run_id, "sim", at)
+        store.finish_run(factory, run_id, status, at, {"kind": kind})
+    assert store.completed_bounds(factory, "sim") == (T + dt.timedelta(minutes=10), T)
+    assert store.completed_bounds(factory, "other") == (None, None)
+
+
 def test_size_names_are_upserted(factory):
     store.store_size_names(factory, "openstack", "sim",
                            [SizeNameEntry("volume_type", "id-1", "ssd")], T)
