@@ -76,6 +76,10 @@ def test_every_projects_line_is_cut_where_an_accounts_term_begins_for_a_member()
     with_member = Rating(document(), memberships_of([membership("p1", "acme", 1)], "c1"))
     assert bill("instance", [piece], with_member) == {"p3": Decimal("0.01")}
     assert bill("instance", [piece], Rating(document())) == {"p3": Decimal("0.02")}
+    # A member joining on the 12th: the term prices it from then, not from the 10th.
+    later = Rating(document(), memberships_of([membership("p4", "acme", 12)], "c1"))
+    assert later.cuts == [at(12), at(20)]
+    assert bill("instance", [piece], later) == {"p3": Decimal("0.02")}
 
 
 def test_a_projects_own_term_beats_its_accounts_and_its_discount_multiplies_either() -> None:
