@@ -66,20 +66,25 @@ def _num(value: Any) -> Fraction:
 
 
 def demo_prices(account: str, period_start: dt.datetime) -> dict[str, Any]:
-    """DEMO_PRICES with terms of ``account`` (docs/statements.md, "Account terms"): its
-    members' floating IPs at a rate of their own (so out of the tiers) from 02:00 to
-    03:00 of the period's first day, and cheaper instances from the 10th to the 20th,
-    an entry replacing the version's whole (m1.tiny, m1.xlarge and c1.scratch are
-    priced by their resources then)."""
+    """DEMO_PRICES with m1.small tiered per project's month (graduated: 0.020 up to
+    100 h, 0.012 above; "Tiers") and terms of ``account`` (docs/statements.md,
+    "Account terms"): its members' floating IPs at a rate of their own (so out of the
+    tiers) from 02:00 on the period's first day to its third, and cheaper instances from
+    the 10th to the 20th, an entry replacing the version's whole (m1.xlarge and
+    c1.scratch are priced by their resources then, and no m1.small of a member is in
+    the tier group)."""
     document = copy.deepcopy(DEMO_PRICES)
+    document["rates"]["instance"]["by_flavor"]["m1.small"] = {
+        "mode": "graduated", "tiers": [{"up_to": "100", "rate": "0.020"},
+                                       {"up_to": None, "rate": "0.012"}]}
     day = period_start.replace(hour=0, minute=0, second=0, microsecond=0)
     document["account_terms"] = {account: [
-        {"from": _text(day + dt.timedelta(hours=2)), "until": _text(day + dt.timedelta(hours=3)),
+        {"from": _text(day + dt.timedelta(hours=2)), "until": _text(day + dt.timedelta(days=2)),
          "rates": {"floating_ip": {"per": "hour", "rate": "0.004"}}},
         {"from": _text(day + dt.timedelta(days=9)), "until": _text(day + dt.timedelta(days=19)),
          "rates": {"instance": {"per": "hour",
-                                "by_flavor": {"m1.small": "0.015", "m1.medium": "0.030",
-                                              "m1.large": "0.060"},
+                                "by_flavor": {"m1.tiny": "0.004", "m1.small": "0.015",
+                                              "m1.medium": "0.030", "m1.large": "0.060"},
                                 "by_resources": {"vcpus": "0.008", "ram_gb": "0.004",
                                                  "disk_gb": "0.0001"}}}}]}
     return document
@@ -99,7 +104,7 @@ def _hourly(kind: str, size: dict[str, Any] | None, state: str,
     size = size or {}
     if kind == "instance":
         if size.get("flavor") in entry.get("by_flavor", {}):
-            rate = _q(entry["by_flavor"][size["flavor"]])
+            rate = _rate(entry["by_flavor"][size["flavor"]])
         elif "by_resources" not in entry or any(
                 k not in size for k in entry["by_resources"]):
             return None
@@ -120,8 +125,30 @@ def _hourly(kind: str, size: dict[str, Any] | None, state: str,
     return None
 
 
-def _rate(entry: dict[str, Any]) -> Fraction:
+def _rate(entry: dict[str, Any] | str) -> Fraction:
+    """A rate entry's (or a flavor's) rate: its first tier's, for tiers."""
+    if isinstance(entry, str):
+        return _q(entry)
     return _q(entry["tiers"][0]["rate"] if "tiers" in entry else entry["rate"])
+
+
+Tiers = tuple[str, list[dict[str, Any]]]  # mode, tiers
+
+
+def tiers_of(document: dict[str, Any], kind: str, flavor: str | None) -> Tiers | None:
+    """The version's tiers of a group: a type's entry's (``flavor`` None), or a
+    flavor's own under ``rates.instance.by_flavor``; None: the version tiers no such
+    group."""
+    entry = document["rates"].get(kind) or {}
+    if flavor is not None:
+        entry = entry.get("by_flavor", {}).get(flavor) if kind == "instance" else None
+        if not isinstance(entry, dict):
+            return None
+    elif kind == "instance":
+        return None
+    if "tiers" not in entry:
+        return None
+    return entry.get("mode", "graduated"), entry["tiers"]
 
 
 Member = tuple[Fraction, Fraction | None, str]  # from, until (seconds; None: open), account
@@ -206,6 +233,18 @@ class Rating:
         hourly = _hourly(kind, size, state, entry, self.document.get("state_modifiers", {}))
         return None if hourly is None else hourly * multiplier
 
+    def group(self, kind: str, project: str, state: str, size: Any, t: Fraction
+              ) -> tuple[str | None, Fraction] | None:
+        """The tier group a line at ``t`` is in (its flavor for a flavor's tiers, None
+        for a type's) and its modifier (state × the project's discount), if any: a
+        line the version's tiered entry priced, not a term's own rate."""
+        _entry, own, multiplier = self.priced(kind, project, t)
+        flavor = (size or {}).get("flavor") if kind == "instance" else None
+        if own or tiers_of(self.document, kind, flavor) is None:
+            return None
+        state_modifier = self.document.get("state_modifiers", {}).get(kind, {}).get(state, "1")
+        return flavor, _q(state_modifier) * multiplier
+
     def lines(self, begin: Fraction, end: Fraction) -> list[tuple[Fraction, Fraction]]:
         """``[begin, end)`` cut at every instant the price list cuts lines at."""
         bounds = [begin, *(t for t in self.cuts if begin < t < end), end]
@@ -221,10 +260,15 @@ def _in_force(terms: list[tuple[Fraction, Fraction | None, dict[str, Any]]], t: 
 DEMO_RATING = Rating(DEMO_PRICES)
 
 
-def graduated(quantity: Fraction, tiers: list[dict[str, Any]] | None = None) -> Fraction:
+def graduated(quantity: Fraction, tiers: list[dict[str, Any]] | None = None,
+              mode: str = "graduated") -> Fraction:
     """What ``tiers`` (DEMO_PRICES' floating-IP tiers unless given) price ``quantity``
-    at: each slice at its tier's rate."""
+    at: ``graduated``, each slice at its tier's rate; ``volume``, the whole quantity at
+    the rate of the tier it reaches."""
     tiers = DEMO_PRICES["rates"]["floating_ip"]["tiers"] if tiers is None else tiers
+    if mode == "volume":
+        reached = next(t for t in tiers if t["up_to"] is None or quantity <= _q(t["up_to"]))
+        return quantity * _q(reached["rate"])
     owed, below = Fraction(0), Fraction(0)
     for tier in tiers:
         top = quantity if tier["up_to"] is None else min(quantity, _q(tier["up_to"]))
@@ -237,16 +281,18 @@ def graduated(quantity: Fraction, tiers: list[dict[str, Any]] | None = None) -> 
 
 
 def tier_amount(hours: Fraction, modified: Fraction | None = None,
-                tiers: list[dict[str, Any]] | None = None) -> Decimal:
-    """A project's floating-IP tier line: with ``hours`` the quantity Q of its lines the
-    tiered entry priced and ``modified`` W their quantity × modifier (a project's
-    discount; W = Q without), the group owes P(Q) / Q × W and its lines the first
-    tier's rate × W; the tier line is the difference, rounded once."""
+                tiers: list[dict[str, Any]] | None = None, mode: str = "graduated"
+                ) -> Decimal:
+    """A project's tier line (DEMO_PRICES' floating-IP tiers unless given): with
+    ``hours`` the quantity Q of the group's lines and ``modified`` W their quantity ×
+    modifier (state, a project's discount; W = Q without), the group owes P(Q) / Q × W
+    and its lines the first tier's rate × W; the tier line is the difference, rounded
+    once."""
     tiers = DEMO_PRICES["rates"]["floating_ip"]["tiers"] if tiers is None else tiers
     modified = hours if modified is None else modified
     if not hours:
         return _cents(Fraction(0))
-    return _cents((graduated(hours, tiers) / hours - _q(tiers[0]["rate"])) * modified)
+    return _cents((graduated(hours, tiers, mode) / hours - _q(tiers[0]["rate"])) * modified)
 
 
 def _tier_slack(tiers: list[dict[str, Any]] | None = None) -> Fraction:
@@ -342,18 +388,22 @@ def term_priced(kind: str, pieces: list[Piece], rating: Rating) -> tuple[int, De
     return count, total
 
 
-def tiered_hours(pieces: list[Piece], rating: Rating = DEMO_RATING
-                 ) -> dict[str, tuple[Fraction, Fraction]]:
-    """Per project: (Q, W) of one floating IP's lines the version's tiered entry priced
-    (hours; hours × the project's discount multiplier); a line priced by a term's own
-    rate is in no tier group."""
-    found: dict[str, tuple[Fraction, Fraction]] = {}
-    for begin, end, project, _state, _size in pieces:
+Group = tuple[str, str, str | None]  # project, resource type, flavor (None: the type's)
+
+
+def tiered_hours(kind: str, pieces: list[Piece], rating: Rating = DEMO_RATING
+                 ) -> dict[Group, tuple[Fraction, Fraction]]:
+    """Per tier group: (Q, W) of one resource's lines the version's tiered entry priced
+    (hours; hours × the line's modifier); a line priced by a term's own rate is in no
+    tier group."""
+    found: dict[Group, tuple[Fraction, Fraction]] = {}
+    for begin, end, project, state, size in pieces:
         for lo, hi in rating.lines(begin, end):
-            _entry, own, multiplier = rating.priced("floating_ip", project, lo)
-            if not own:
-                q, w = found.get(project, (Fraction(0), Fraction(0)))
-                found[project] = (q + (hi - lo) / 3600, w + (hi - lo) / 3600 * multiplier)
+            grouped = rating.group(kind, project, state, size, lo)
+            if grouped is not None:
+                key = (project, kind, grouped[0])
+                q, w = found.get(key, (Fraction(0), Fraction(0)))
+                found[key] = (q + (hi - lo) / 3600, w + (hi - lo) / 3600 * grouped[1])
     return found
 
 
@@ -429,7 +479,7 @@ class MonthCheck:
     bounded: int = 0  # the others: within the bound
     longest: Fraction = Fraction(0)  # the longest disagreement outside transitions, seconds
     deviation: Decimal = Decimal("0.00")  # sum over resources and projects of |Tally - truth|
-    tier_lines: int = 0  # projects' floating-IP tier lines checked
+    tier_lines: int = 0  # projects' tier lines checked (floating IPs', a flavor's)
     tiers_total: Decimal = Decimal("0.00")
     allowance: Fraction = Fraction(0)  # the sum of their bounds
     term_lines: int = 0  # lines of Tally's lifecycles a term's own rate priced
@@ -442,7 +492,7 @@ class MonthCheck:
                 f"learnt a change at a sync's poll, off by {self.deviation} EUR in all "
                 f"(bound {_cents(self.allowance)} EUR), longest disagreement "
                 f"{float(self.longest):.0f} s outside transitions; {self.tier_lines} "
-                f"floating-IP tier lines ({self.tiers_total} EUR) recomputed from the "
+                f"tier lines ({self.tiers_total} EUR) recomputed from the "
                 f"lifecycles; {self.term_lines} lines priced by terms' own rates "
                 f"({self.terms_total} EUR)")
 
@@ -484,21 +534,18 @@ def _projects(get: Getter, cloud: str, period: str) -> dict[str, dict[str, Any]]
 
 
 def _statements(get: Getter, cloud: str, period: str, check: MonthCheck,
-                tiers: dict[str, Decimal]) -> dict[tuple[str, str], dict[str, Decimal]]:
+                tiers: dict[Group, Decimal]) -> dict[tuple[str, str], dict[str, Decimal]]:
     """Per resource, per project: the amounts of every project's statement (checked
-    against its summary and its own totals); ``tiers`` gets each project's
-    floating-IP tier line."""
+    against its summary and its own totals); ``tiers`` gets each project's tier lines,
+    per group."""
     billed: dict[tuple[str, str], dict[str, Decimal]] = {}
     for project, summary in _projects(get, cloud, period).items():
         body = get("/v1/statements", cloud=cloud, period=period, project_id=project)
         amounts = [Decimal(line["amount"]) for line in body["lines"] if line["amount"]]
         for tier in body.get("tiers", []):
             amounts.append(Decimal(tier["amount"]))
-            if tier["resource_type"] == "floating_ip":
-                tiers[project] = tiers.get(project, Decimal("0.00")) + Decimal(tier["amount"])
-            else:
-                check.problems.append(f"project {project}: a tier line of "
-                                      f"{tier['resource_type']}, which DEMO_PRICES does not tier")
+            key = (project, tier["resource_type"], tier.get("flavor"))
+            tiers[key] = tiers.get(key, Decimal("0.00")) + Decimal(tier["amount"])
         subtotal = sum(amounts, Decimal("0.00"))
         mine = {k: body[k] for k in ("subtotal", "adjustments_total", "total", "unrated_lines")}
         # A summary also carries the statement's number (null while the period is open).
@@ -541,7 +588,7 @@ def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: 
     which must be the same."""
     prices = DEMO_PRICES if prices is None else prices
     check = MonthCheck(period)
-    tiers: dict[str, Decimal] = {}
+    tiers: dict[Group, Decimal] = {}
     billed = _statements(get, cloud, period, check, tiers)
     truth = truth_lifecycles(world, period_start, end, played_until)
     rating = truth_rating = Rating(prices)
@@ -556,10 +603,9 @@ def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: 
             if held != expected:
                 check.problems.append(f"Tally's memberships {held} are not the truth's "
                                       f"{expected} (each project in its domain's account)")
-    # Per project, its tiered floating-IP hours of the month: Tally's lifecycles, the
-    # truth's.
-    hours: dict[str, tuple[Fraction, Fraction]] = {}
-    truth_hours: dict[str, tuple[Fraction, Fraction]] = {}
+    # Per tier group, its (Q, W) of the month: Tally's lifecycles, the truth's.
+    hours: dict[Group, tuple[Fraction, Fraction]] = {}
+    truth_hours: dict[Group, tuple[Fraction, Fraction]] = {}
     limit = Fraction(int(tolerance.total_seconds() * 1_000_000), 1_000_000)
     for key in sorted(set(billed) | set(truth)):
         kind = key[0]
@@ -573,9 +619,8 @@ def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: 
         check.term_lines += count
         check.terms_total += amount
         pieces = truth.get(key, [])
-        if kind == "floating_ip":
-            _add(hours, tiered_hours(lifecycle, rating))
-            _add(truth_hours, tiered_hours(pieces, truth_rating))
+        _add(hours, tiered_hours(kind, lifecycle, rating))
+        _add(truth_hours, tiered_hours(kind, pieces, truth_rating))
         if rated != have:
             check.problems.append(f"{kind} {key[1]}: statement {have} != its rated lifecycle "
                                   f"{rated}")
@@ -610,44 +655,54 @@ def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: 
                                       f"{have.get(project)} and the truth's bill "
                                       f"{want.get(project)} differ by {off}, more than the "
                                       f"bound {float(bound):.4f}")
-    _check_tiers(check, tiers, hours, truth_hours, prices["rates"]["floating_ip"]["tiers"])
+    _check_tiers(check, tiers, hours, truth_hours, prices)
     check.billed = len(billed)
     check.total = sum((a for per in billed.values() for a in per.values()),
                       Decimal("0.00")) + check.tiers_total
     return check
 
 
-def _add(into: dict[str, tuple[Fraction, Fraction]],
-         more: dict[str, tuple[Fraction, Fraction]]) -> None:
+def _add(into: dict[Group, tuple[Fraction, Fraction]],
+         more: dict[Group, tuple[Fraction, Fraction]]) -> None:
     for project, (q, w) in more.items():
         have_q, have_w = into.get(project, (Fraction(0), Fraction(0)))
         into[project] = (have_q + q, have_w + w)
 
 
-def _check_tiers(check: MonthCheck, tiers: dict[str, Decimal],
-                 hours: dict[str, tuple[Fraction, Fraction]],
-                 truth_hours: dict[str, tuple[Fraction, Fraction]],
-                 price_tiers: list[dict[str, Any]]) -> None:
-    """Each project's tier line is the tiers' price of Tally's own tiered floating-IP
-    hours (to the cent), and within the slope of the tiers × the hours Tally's
-    lifecycles and the truth's disagree by (plus a cent, two roundings) of the truth's;
-    where a discount makes W differ from Q, × the difference in W as well."""
+def _check_tiers(check: MonthCheck, tiers: dict[Group, Decimal],
+                 hours: dict[Group, tuple[Fraction, Fraction]],
+                 truth_hours: dict[Group, tuple[Fraction, Fraction]],
+                 prices: dict[str, Any]) -> None:
+    """Each project's tier line of a group is the tiers' price of its lines' Q and W in
+    Tally's own lifecycles (to the cent), and within the slope of the tiers × the hours
+    Tally's lifecycles and the truth's disagree by (plus a cent, two roundings) of the
+    truth's; where a modifier makes W differ from Q, × the difference in W as well
+    (every modifier of a tiered line here is at most 1)."""
     zero = (Fraction(0), Fraction(0))
-    for project in sorted(set(tiers) | {p for p, (q, _w) in hours.items() if q}):
-        have = tiers.get(project)
-        q, w = hours.get(project, zero)
-        rated = tier_amount(q, w, price_tiers)
+    for key in sorted(set(tiers) | {g for g, (q, _w) in hours.items() if q},
+                      key=lambda g: (g[0], g[1], g[2] or "")):
+        project, kind, flavor = key
+        what = f"project {project}: tier line of {kind}" + (f" {flavor}" if flavor else "")
+        spec = tiers_of(prices, kind, flavor)
+        if spec is None:
+            check.problems.append(f"{what}: the price list has no such tiers")
+            continue
+        mode, price_tiers = spec
+        have = tiers.get(key)
+        q, w = hours.get(key, zero)
+        rated = tier_amount(q, w, price_tiers, mode)
         if have != rated:
-            check.problems.append(f"project {project}: floating-IP tier line {have} != "
-                                  f"{rated}, the tiers' price of its {float(q):.3f} tiered "
-                                  "hours")
+            check.problems.append(f"{what} {have} != {rated}, the tiers' price of its "
+                                  f"{float(q):.3f} tiered hours")
             continue
         check.tier_lines += 1
         check.tiers_total += rated
-        truth_q, truth_w = truth_hours.get(project, zero)
-        want = tier_amount(truth_q, truth_w, price_tiers)
+        truth_q, truth_w = truth_hours.get(key, zero)
+        want = tier_amount(truth_q, truth_w, price_tiers, mode)
         apart = abs(q - truth_q) + (0 if (q, truth_q) == (w, truth_w) else abs(w - truth_w))
+        if mode == "volume":  # the rate of the tier reached may differ by the slope
+            apart += max(w, truth_w)
         bound = _tier_slack(price_tiers) * apart + Fraction(1, 100)
         if Fraction(abs(rated - want)) > bound:
-            check.problems.append(f"project {project}: floating-IP tier line {rated} and the "
-                                  f"truth's {want} differ by more than {float(bound):.4f}")
+            check.problems.append(f"{what} {rated} and the truth's {want} differ by more "
+                                  f"than {float(bound):.4f}")

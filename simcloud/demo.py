@@ -423,10 +423,10 @@ class Demo:
                             min(period_end, now), self.end.replace(tzinfo=None), tolerance,
                             prices, accounts)
         print()
-        print(f"Statements of {period} with a demo price list (account terms of "
-              f"{self.term_account}: its floating IPs at a rate of their own from 02:00 to "
-              "03:00 on the 1st, cheaper instances from the 10th to the 20th): "
-              f"{check.describe()}")
+        print(f"Statements of {period} with a demo price list (floating IPs and m1.small "
+              f"tiered per project's month; account terms of {self.term_account}: its "
+              "floating IPs at a rate of their own from 02:00 on the 1st to the 3rd, cheaper "
+              f"instances from the 10th to the 20th): {check.describe()}")
         print(f"  every amount follows the rule (exact where the lifecycle is the truth's, "
               f"bounded elsewhere): {'yes' if not check.problems else 'NO'}")
         for line in check.problems[:10]:

@@ -107,7 +107,8 @@ def test_a_line_priced_by_an_accounts_rate_is_in_no_tier_group() -> None:
     rating = Rating(tiered, memberships_of([membership("p2", "acme", 1)], "c1"))
     pieces = [(at(8), at(12), "p2", None, {})]
     assert bill("floating_ip", pieces, rating) == {"p2": Decimal("0.43")}
-    assert tiered_hours(pieces, rating) == {"p2": (Fraction(48), Fraction(48))}
+    assert tiered_hours("floating_ip", pieces, rating) == {
+        ("p2", "floating_ip", None): (Fraction(48), Fraction(48))}
     # The tier line over those 48 h: 24 × 0.005 + 24 × 0.002 = 0.168 against 0.24.
     assert tier_amount(Fraction(48), tiers=tiered["rates"]["floating_ip"]["tiers"]) == \
         Decimal("-0.07")
@@ -122,7 +123,7 @@ def test_a_discount_makes_the_tier_line_its_share_of_the_tiered_price() -> None:
 
 
 def test_the_demos_account_terms() -> None:
-    """demo_prices: sim-default's floating IPs at 0.004 from 02:00 to 03:00 on the 1st,
+    """demo_prices: sim-default's floating IPs at 0.004 from 02:00 on the 1st to the 3rd,
     its instances cheaper from the 10th to the 20th, by resources for a flavor the term
     does not name: a c1.scratch (4 vCPUs, 8 GiB, 140 GB) from the 9th to the 11th is
     24 h × 0.090 = 2.16 and 24 h × (0.032 + 0.032 + 0.014) = 1.872 → 1.87."""
@@ -131,7 +132,7 @@ def test_the_demos_account_terms() -> None:
     rows = [{"cloud": "sim", "project_id": "p1", "account_id": "sim-default",
              "effective_from": "2026-11-01T00:00:00.000000Z"}]
     rating = Rating(prices, memberships_of(rows, "sim"))
-    assert rating.cuts == [at(1, 2, month=11), at(1, 3, month=11), at(10, month=11),
+    assert rating.cuts == [at(1, 2, month=11), at(3, month=11), at(10, month=11),
                            at(20, month=11)]
     scratch = {"flavor": "c1.scratch", "vcpus": 4, "ram_gb": 8.0, "disk_gb": 140}
     assert bill("instance", [(at(9, month=11), at(11, month=11), "p1", "active", scratch)],
@@ -139,8 +140,43 @@ def test_the_demos_account_terms() -> None:
     # Shut off under the term: 10 h × 0.015 × 0.5 = 0.075 → 0.08 (half to even).
     assert bill("instance", [(at(12, month=11), at(12, 10, month=11), "p1", "shutoff",
                               SMALL)], rating) == {"p1": Decimal("0.08")}
-    # A floating IP from 00:00 to 06:00 on the 1st: 2 h × 0.005 = 0.01, 1 h × 0.004 =
-    # 0.004 → 0.00 out of the tiers, 3 h × 0.005 = 0.015 → 0.02; 5 h tiered.
-    pieces = [(at(1, month=11), at(1, 6, month=11), "p1", None, {})]
-    assert bill("floating_ip", pieces, rating) == {"p1": Decimal("0.03")}
-    assert tiered_hours(pieces, rating) == {"p1": (Fraction(5), Fraction(5))}
+    # A floating IP from 00:00 on the 1st to 03:00 on the 3rd: 2 h × 0.005 = 0.01,
+    # 46 h × 0.004 = 0.184 → 0.18 out of the tiers, 3 h × 0.005 = 0.015 → 0.02; 5 h tiered.
+    pieces = [(at(1, month=11), at(3, 3, month=11), "p1", None, {})]
+    assert bill("floating_ip", pieces, rating) == {"p1": Decimal("0.21")}
+    assert tiered_hours("floating_ip", pieces, rating) == {
+        ("p1", "floating_ip", None): (Fraction(5), Fraction(5))}
+
+
+def test_the_demos_m1_small_tiers_and_the_term_that_takes_a_members_out() -> None:
+    """demo_prices tiers m1.small per project's month (0.020 up to 100 h, 0.012 above):
+    an m1.small of p2 (in no account) active from the 1st to the 5th (96 h) and shut
+    off (× 0.5) to the 6th (24 h) is Q = 120 h, W = 96 + 12 = 108; P(120) = 100 ×
+    0.020 + 20 × 0.012 = 2.24, owed 2.24 / 120 × 108 = 2.016, lines 0.020 × 108 =
+    2.16: tier line −0.144 → −0.14.  Of p1 (in sim-default), from the 9th to the 11th:
+    24 h in the group, 24 h at the term's 0.015, out of it."""
+    prices = demo_prices("sim-default", dt.datetime(2026, 11, 1))
+    rows = [{"cloud": "sim", "project_id": "p1", "account_id": "sim-default",
+             "effective_from": "2026-11-01T00:00:00.000000Z"}]
+    rating = Rating(prices, memberships_of(rows, "sim"))
+    pieces = [(at(1, month=11), at(5, month=11), "p2", "active", SMALL),
+              (at(5, month=11), at(6, month=11), "p2", "shutoff", SMALL)]
+    assert tiered_hours("instance", pieces, rating) == {
+        ("p2", "instance", "m1.small"): (Fraction(120), Fraction(108))}
+    assert bill("instance", pieces, rating) == {"p2": Decimal("2.16")}  # 1.92 + 0.24
+    spec = prices["rates"]["instance"]["by_flavor"]["m1.small"]
+    assert tier_amount(Fraction(120), Fraction(108), spec["tiers"]) == Decimal("-0.14")
+    member = [(at(9, month=11), at(11, month=11), "p1", "active", SMALL)]
+    assert tiered_hours("instance", member, rating) == {
+        ("p1", "instance", "m1.small"): (Fraction(24), Fraction(24))}
+    assert bill("instance", member, rating) == {"p1": Decimal("0.84")}  # 0.48 + 0.36
+    # A flavor without tiers is in no group.
+    assert tiered_hours("instance", [(at(1, month=11), at(2, month=11), "p2", "active",
+                                      {"flavor": "m1.medium"})], rating) == {}
+
+
+def test_volume_mode_prices_the_whole_quantity_at_the_tier_it_reaches() -> None:
+    tiers = [{"up_to": "50", "rate": "0.08"}, {"up_to": None, "rate": "0.06"}]
+    # An m1.large of 60 h by volume: 60 × 0.06 = 3.60 against 4.80 at the first rate.
+    assert tier_amount(Fraction(60), tiers=tiers, mode="volume") == Decimal("-1.20")
+    assert tier_amount(Fraction(50), tiers=tiers, mode="volume") == Decimal("0.00")
