@@ -6,7 +6,14 @@ the platform's create notification is dated) to its deletion, cut wherever the r
 Tally books (project, state, size) changes; a resource live at the end of what the
 world has played runs on, as a statement bills it, to the end of the period.  The
 amounts are computed here with exact fractions and a deliberately separate, minimal
-reading of ``DEMO_PRICES`` (per line half-even to the cent), not with Tally's code.
+reading of the price list (``DEMO_PRICES``, or the demo's ``demo_prices``: one
+version), not with Tally's code, by the rules of docs/statements.md: a line per
+interval, cut wherever a project's term begins or ends and wherever an account's term
+begins or stops pricing a member (in every project), each priced at that instant by
+the project's own term's rate of its type, else its account's (the account its
+memberships put it in then), else the version's, × its modifiers, and rounded
+half-even to the cent; per project and tier group (a type's tiers, a flavor's), the
+lines the version's tiered entry priced (not a term's rate) add up to one tier line.
 
 ``check_month`` compares Tally's statements of a month with that bill, resource by
 resource.  Where Tally's lifecycle of a resource is the truth's (the same intervals,
@@ -18,7 +25,9 @@ most the dating tolerance given plus the time the resource spent in transition w
 it (a sync defers a resource in transition, with no cap), and per project the amounts
 may differ by at most the larger hourly price of the two records × the length of every
 such stretch, plus half a cent per line of either bill (each line is rounded on its
-own).
+own).  Each project's tier line is the tiers' price of Tally's own lifecycles to the
+cent, and within the tiers' slope × the hours the two lifecycles disagree by of the
+truth's.
 """
 
 from __future__ import annotations
@@ -597,7 +606,8 @@ def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: 
         rating = Rating(prices, members)
         truth_rating = rating
         if accounts is not None:
-            expected = {p: [(_seconds(period_start), None, a)] for p, a in accounts.items()}
+            expected: dict[str, list[Member]] = {
+                p: [(_seconds(period_start), None, a)] for p, a in accounts.items()}
             truth_rating = Rating(prices, expected)
             held = {p: members.get(p) for p in expected}
             if held != expected:

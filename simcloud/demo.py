@@ -392,9 +392,11 @@ class Demo:
             print(f"  {item.get('resource_type', '?'):<13} {seconds / 3600:>10.1f}")
 
     def _bill(self) -> bool:
-        """Bill the simulated month with DEMO_PRICES through the API and check it
-        against the truth's bill (``simcloud.billing_check``, a rating written apart
-        from Tally's): every resource's amount on Tally's statements equals the
+        """Bill the simulated month through the API with the demo's price list (tiers,
+        and terms of the hand-off's account: ``simcloud.billing_check.demo_prices``) and
+        check it against the truth's bill (``simcloud.billing_check``, a rating written
+        apart from Tally's, each project in its domain's account from the month's
+        start): every resource's amount on Tally's statements equals the
         independent rating of Tally's own lifecycle; where that lifecycle is the
         truth's, it equals the truth's bill to the cent; elsewhere the two lifecycles
         disagree for at most two sync intervals plus the settle window at a stretch

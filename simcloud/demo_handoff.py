@@ -3,7 +3,8 @@
 After the statements are checked against the truth (``simcloud.billing_check``), the
 demo does what an operator does at a month's end, all through the Reporting API:
 
-- the billing account of the first billed project: its keystone domain's, which the
+- a keystone domain's billing account (the one the demo's price list gives terms:
+  ``simcloud.billing_check.demo_prices``; else the first billed project's), which the
   syncs booked every project of the domain into (``adapter_config``
   ``accounts_by_domain``), given a dated percentage discount, a minimum commitment
   above its usage (so the account is topped up to it) and a credit booked by hand;
