@@ -6,7 +6,14 @@ the platform's create notification is dated) to its deletion, cut wherever the r
 Tally books (project, state, size) changes; a resource live at the end of what the
 world has played runs on, as a statement bills it, to the end of the period.  The
 amounts are computed here with exact fractions and a deliberately separate, minimal
-reading of ``DEMO_PRICES`` (per line half-even to the cent), not with Tally's code.
+reading of the price list (``DEMO_PRICES``, or the demo's ``demo_prices``: one
+version), not with Tally's code, by the rules of docs/statements.md: a line per
+interval, cut wherever a project's term begins or ends and wherever an account's term
+begins or stops pricing a member (in every project), each priced at that instant by
+the project's own term's rate of its type, else its account's (the account its
+memberships put it in then), else the version's, × its modifiers, and rounded
+half-even to the cent; per project and tier group (a type's tiers, a flavor's), the
+lines the version's tiered entry priced (not a term's rate) add up to one tier line.
 
 ``check_month`` compares Tally's statements of a month with that bill, resource by
 resource.  Where Tally's lifecycle of a resource is the truth's (the same intervals,
@@ -18,13 +25,17 @@ most the dating tolerance given plus the time the resource spent in transition w
 it (a sync defers a resource in transition, with no cap), and per project the amounts
 may differ by at most the larger hourly price of the two records × the length of every
 such stretch, plus half a cent per line of either bill (each line is rounded on its
-own).
+own).  Each project's tier line is the tiers' price of Tally's own lifecycles to the
+cent, and within the tiers' slope × the hours the two lifecycles disagree by of the
+truth's.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as dt
+import functools
 from collections import defaultdict
 from collections.abc import Callable
 from decimal import Decimal
@@ -63,40 +74,212 @@ def _num(value: Any) -> Fraction:
     return Fraction(Decimal(repr(value))) if isinstance(value, float) else Fraction(value)
 
 
-def _hourly(kind: str, size: dict[str, Any] | None, state: str) -> Fraction | None:
-    """Price per hour of one interval under DEMO_PRICES (None: no price)."""
-    rates = DEMO_PRICES["rates"]
+def demo_prices(account: str, period_start: dt.datetime) -> dict[str, Any]:
+    """DEMO_PRICES with m1.small tiered per project's month (graduated: 0.020 up to
+    100 h, 0.012 above; "Tiers") and terms of ``account`` (docs/statements.md,
+    "Account terms"): its members' floating IPs at a rate of their own (so out of the
+    tiers) from 02:00 on the period's first day to its third, and cheaper instances from
+    the 10th to the 20th, an entry replacing the version's whole (m1.xlarge and
+    c1.scratch are priced by their resources then, and no m1.small of a member is in
+    the tier group)."""
+    document = copy.deepcopy(DEMO_PRICES)
+    document["rates"]["instance"]["by_flavor"]["m1.small"] = {
+        "mode": "graduated", "tiers": [{"up_to": "100", "rate": "0.020"},
+                                       {"up_to": None, "rate": "0.012"}]}
+    day = period_start.replace(hour=0, minute=0, second=0, microsecond=0)
+    document["account_terms"] = {account: [
+        {"from": _text(day + dt.timedelta(hours=2)), "until": _text(day + dt.timedelta(days=2)),
+         "rates": {"floating_ip": {"per": "hour", "rate": "0.004"}}},
+        {"from": _text(day + dt.timedelta(days=9)), "until": _text(day + dt.timedelta(days=19)),
+         "rates": {"instance": {"per": "hour",
+                                "by_flavor": {"m1.tiny": "0.004", "m1.small": "0.015",
+                                              "m1.medium": "0.030", "m1.large": "0.060"},
+                                "by_resources": {"vcpus": "0.008", "ram_gb": "0.004",
+                                                 "disk_gb": "0.0001"}}}}]}
+    return document
+
+
+def _text(moment: dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _hourly(kind: str, size: dict[str, Any] | None, state: str,
+            entry: dict[str, Any] | None, state_modifiers: dict[str, Any]) -> Fraction | None:
+    """Price per hour of one interval under the rate entry ``entry`` of its type
+    (None: no price); a tiered entry prices at its first tier's rate (the tier line
+    brings the group to the tiers' price, ``tier_amount``)."""
+    if entry is None:
+        return None
     size = size or {}
     if kind == "instance":
-        instance = rates["instance"]
-        if size.get("flavor") in instance["by_flavor"]:
-            rate = _q(instance["by_flavor"][size["flavor"]])
+        if size.get("flavor") in entry.get("by_flavor", {}):
+            rate = _rate(entry["by_flavor"][size["flavor"]])
+        elif "by_resources" not in entry or any(
+                k not in size for k in entry["by_resources"]):
+            return None
         else:
-            rate = sum((_num(size[k]) * _q(r) for k, r in instance["by_resources"].items()),
+            rate = sum((_num(size[k]) * _q(r) for k, r in entry["by_resources"].items()),
                        Fraction(0))
-        return rate * _q(DEMO_PRICES["state_modifiers"]["instance"].get(state, "1"))
+        return rate * _q(state_modifiers.get("instance", {}).get(state, "1"))
     if kind == "volume":
-        modifier = _q(rates["volume"]["type_modifiers"].get(size.get("type"), "1"))
-        return _num(size["size_gb"]) * _q(rates["volume"]["rate"]) * modifier
+        modifier = _q(entry.get("type_modifiers", {}).get(size.get("type"), "1"))
+        return _num(size["size_gb"]) * _rate(entry) * modifier
     if kind == "image":
-        return None if "size_gb" not in size else _num(size["size_gb"]) * _q(
-            rates["image"]["rate"])
+        return None if "size_gb" not in size else _num(size["size_gb"]) * _rate(entry)
     if kind == "floating_ip":
-        # Each line at the first tier's rate; the project's tier line brings the
-        # month's hours to the tiers' price (tier_amount).
-        return _q(rates["floating_ip"]["tiers"][0]["rate"])
+        return _rate(entry)
     if kind == "loadbalancer":
-        lb = rates["loadbalancer"]
-        return (_q(lb["rate"]) + _num(size.get("listeners", 0)) * _q(lb["listener"])
-                + _num(size.get("pools", 0)) * _q(lb["pool"]))
+        return (_q(entry["rate"]) + _num(size.get("listeners", 0)) * _q(entry["listener"])
+                + _num(size.get("pools", 0)) * _q(entry["pool"]))
     return None
 
 
-def graduated(quantity: Fraction) -> Fraction:
-    """What DEMO_PRICES' floating-IP tiers price ``quantity`` hours at: each slice at
-    its tier's rate."""
+def _rate(entry: dict[str, Any] | str) -> Fraction:
+    """A rate entry's (or a flavor's) rate: its first tier's, for tiers."""
+    if isinstance(entry, str):
+        return _q(entry)
+    return _q(entry["tiers"][0]["rate"] if "tiers" in entry else entry["rate"])
+
+
+Tiers = tuple[str, list[dict[str, Any]]]  # mode, tiers
+
+
+def tiers_of(document: dict[str, Any], kind: str, flavor: str | None) -> Tiers | None:
+    """The version's tiers of a group: a type's entry's (``flavor`` None), or a
+    flavor's own under ``rates.instance.by_flavor``; None: the version tiers no such
+    group."""
+    entry = document["rates"].get(kind) or {}
+    if flavor is not None:
+        entry = entry.get("by_flavor", {}).get(flavor) if kind == "instance" else None
+        if not isinstance(entry, dict):
+            return None
+    elif kind == "instance":
+        return None
+    if "tiers" not in entry:
+        return None
+    return entry.get("mode", "graduated"), entry["tiers"]
+
+
+Member = tuple[Fraction, Fraction | None, str]  # from, until (seconds; None: open), account
+
+
+def memberships_of(rows: list[dict[str, Any]], cloud: str) -> dict[str, list[Member]]:
+    """Per project of ``cloud``: the stretches its memberships (``GET /v1/accounts/{id}``
+    ``memberships``) put it in an account, each until the project's next membership."""
+    found: dict[str, list[Member]] = defaultdict(list)
+    dated = sorted((row["project_id"], _seconds(_parse_z(row["effective_from"])),
+                    row["account_id"]) for row in rows if row["cloud"] == cloud)
+    for index, (project, begin, account) in enumerate(dated):
+        following = dated[index + 1] if index + 1 < len(dated) else None
+        until = following[1] if following is not None and following[0] == project else None
+        found[project].append((begin, until, account))
+    return dict(found)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rating:
+    """A price list (one version, as the demo's) and the memberships it reads: what
+    prices each project's lines at each instant, by the rules of docs/statements.md
+    ("Project terms", "Account terms"), read here apart from Tally's code."""
+
+    document: dict[str, Any]
+    memberships: dict[str, list[Member]] = dataclasses.field(default_factory=dict)
+
+    def _of(self, member: str, key: str) -> list[tuple[Fraction, Fraction | None,
+                                                     dict[str, Any]]]:
+        """The terms of ``key`` in ``member`` (``account_terms``, ``project_terms``):
+        (from, until, term), ``from`` defaulting to the version's ``effective_from``."""
+        start = _seconds(_parse_z(self.document["effective_from"]))
+        return [(start if "from" not in term else _seconds(_parse_z(term["from"])),
+                 None if term.get("until") is None else _seconds(_parse_z(term["until"])),
+                 term) for term in self.document.get(member, {}).get(key, [])]
+
+    @functools.cached_property
+    def cuts(self) -> list[Fraction]:
+        """Where every line is cut: where a project's term begins or ends, and where an
+        account's term begins or stops pricing a member (the bounds of each membership's
+        stretch within each term of its account)."""
+        found: set[Fraction] = set()
+        for project in self.document.get("project_terms", {}):
+            for begin, until, _term in self._of("project_terms", project):
+                found.update(t for t in (begin, until) if t is not None)
+        for stretches in self.memberships.values():
+            for joined, left, account in stretches:
+                for begin, until, _term in self._of("account_terms", account):
+                    lo = max(begin, joined)
+                    ends = [t for t in (until, left) if t is not None]
+                    hi = min(ends) if ends else None
+                    if hi is None or lo < hi:
+                        found.update(t for t in (lo, hi) if t is not None)
+        return sorted(found)
+
+    def account_at(self, project: str, t: Fraction) -> str | None:
+        for joined, left, account in self.memberships.get(project, []):
+            if joined <= t and (left is None or t < left):
+                return account
+        return None
+
+    def priced(self, kind: str, project: str, t: Fraction
+               ) -> tuple[dict[str, Any] | None, bool, Fraction]:
+        """At ``t`` for ``project``'s line of ``kind``: the rate entry pricing it, whether
+        a term's own rate is that entry (then the line is in no tier group), and the
+        project's discount multiplier.  Per type, the project's own term beats its
+        account's, which beats the version's."""
+        own = _in_force(self._of("project_terms", project), t)
+        account = self.account_at(project, t)
+        held = _in_force(self._of("account_terms", account), t) if account else None
+        multiplier = Fraction(1)
+        if own is not None and own.get("discount_percent"):
+            multiplier = 1 - _q(own["discount_percent"]) / 100
+        for term in (own, held):
+            if term is not None and kind in term.get("rates", {}):
+                return term["rates"][kind], True, multiplier
+        return self.document["rates"].get(kind), False, multiplier
+
+    def hourly(self, kind: str, project: str, state: str, size: Any, t: Fraction
+               ) -> Fraction | None:
+        entry, _own, multiplier = self.priced(kind, project, t)
+        hourly = _hourly(kind, size, state, entry, self.document.get("state_modifiers", {}))
+        return None if hourly is None else hourly * multiplier
+
+    def group(self, kind: str, project: str, state: str, size: Any, t: Fraction
+              ) -> tuple[str | None, Fraction] | None:
+        """The tier group a line at ``t`` is in (its flavor for a flavor's tiers, None
+        for a type's) and its modifier (state × the project's discount), if any: a
+        line the version's tiered entry priced, not a term's own rate."""
+        _entry, own, multiplier = self.priced(kind, project, t)
+        flavor = (size or {}).get("flavor") if kind == "instance" else None
+        if own or tiers_of(self.document, kind, flavor) is None:
+            return None
+        state_modifier = self.document.get("state_modifiers", {}).get(kind, {}).get(state, "1")
+        return flavor, _q(state_modifier) * multiplier
+
+    def lines(self, begin: Fraction, end: Fraction) -> list[tuple[Fraction, Fraction]]:
+        """``[begin, end)`` cut at every instant the price list cuts lines at."""
+        bounds = [begin, *(t for t in self.cuts if begin < t < end), end]
+        return list(zip(bounds, bounds[1:], strict=False))
+
+
+def _in_force(terms: list[tuple[Fraction, Fraction | None, dict[str, Any]]], t: Fraction
+              ) -> dict[str, Any] | None:
+    return next((term for begin, until, term in terms
+                 if begin <= t and (until is None or t < until)), None)
+
+
+DEMO_RATING = Rating(DEMO_PRICES)
+
+
+def graduated(quantity: Fraction, tiers: list[dict[str, Any]] | None = None,
+              mode: str = "graduated") -> Fraction:
+    """What ``tiers`` (DEMO_PRICES' floating-IP tiers unless given) price ``quantity``
+    at: ``graduated``, each slice at its tier's rate; ``volume``, the whole quantity at
+    the rate of the tier it reaches."""
+    tiers = DEMO_PRICES["rates"]["floating_ip"]["tiers"] if tiers is None else tiers
+    if mode == "volume":
+        reached = next(t for t in tiers if t["up_to"] is None or quantity <= _q(t["up_to"]))
+        return quantity * _q(reached["rate"])
     owed, below = Fraction(0), Fraction(0)
-    for tier in DEMO_PRICES["rates"]["floating_ip"]["tiers"]:
+    for tier in tiers:
         top = quantity if tier["up_to"] is None else min(quantity, _q(tier["up_to"]))
         if top > below:
             owed += (top - below) * _q(tier["rate"])
@@ -106,16 +289,25 @@ def graduated(quantity: Fraction) -> Fraction:
     return owed
 
 
-def tier_amount(hours: Fraction) -> Decimal:
-    """A project's floating-IP tier line: the tiers' price of its month's hours less
-    its lines' (every hour at the first tier's rate), rounded once."""
-    first = _q(DEMO_PRICES["rates"]["floating_ip"]["tiers"][0]["rate"])
-    return _cents(graduated(hours) - first * hours)
+def tier_amount(hours: Fraction, modified: Fraction | None = None,
+                tiers: list[dict[str, Any]] | None = None, mode: str = "graduated"
+                ) -> Decimal:
+    """A project's tier line (DEMO_PRICES' floating-IP tiers unless given): with
+    ``hours`` the quantity Q of the group's lines and ``modified`` W their quantity ×
+    modifier (state, a project's discount; W = Q without), the group owes P(Q) / Q × W
+    and its lines the first tier's rate × W; the tier line is the difference, rounded
+    once."""
+    tiers = DEMO_PRICES["rates"]["floating_ip"]["tiers"] if tiers is None else tiers
+    modified = hours if modified is None else modified
+    if not hours:
+        return _cents(Fraction(0))
+    return _cents((graduated(hours, tiers, mode) / hours - _q(tiers[0]["rate"])) * modified)
 
 
-def _tier_slack() -> Fraction:
+def _tier_slack(tiers: list[dict[str, Any]] | None = None) -> Fraction:
     """How much a tier line moves per hour of difference: first rate − lowest rate."""
-    rates = [_q(t["rate"]) for t in DEMO_PRICES["rates"]["floating_ip"]["tiers"]]
+    tiers = DEMO_PRICES["rates"]["floating_ip"]["tiers"] if tiers is None else tiers
+    rates = [_q(t["rate"]) for t in tiers]
     return rates[0] - min(rates)
 
 
@@ -181,18 +373,57 @@ def tally_lifecycle(intervals: list[dict[str, Any]], period_start: dt.datetime,
     return pieces
 
 
-def bill(kind: str, pieces: list[Piece]) -> dict[str, Decimal]:
-    """Per project: the rounded lines of one resource's pieces under DEMO_PRICES."""
+def bill(kind: str, pieces: list[Piece], rating: Rating = DEMO_RATING) -> dict[str, Decimal]:
+    """Per project: the rounded lines of one resource's pieces under ``rating``'s price
+    list, each piece cut where the list's terms cut lines."""
     totals: dict[str, Decimal] = defaultdict(lambda: Decimal("0.00"))
     for begin, end, project, state, size in pieces:
-        hourly = _hourly(kind, size, state)
-        if hourly is not None:
-            totals[project] += _cents(hourly * (end - begin) / 3600)
+        for lo, hi in rating.lines(begin, end):
+            hourly = rating.hourly(kind, project, state, size, lo)
+            if hourly is not None:
+                totals[project] += _cents(hourly * (hi - lo) / 3600)
     return dict(totals)
+
+
+def term_priced(kind: str, pieces: list[Piece], rating: Rating) -> tuple[int, Decimal]:
+    """How many of one resource's rounded lines a term's own rate priced, and their sum."""
+    count, total = 0, Decimal("0.00")
+    for begin, end, project, state, size in pieces:
+        for lo, hi in rating.lines(begin, end):
+            hourly = rating.hourly(kind, project, state, size, lo)
+            if hourly is not None and rating.priced(kind, project, lo)[1]:
+                count += 1
+                total += _cents(hourly * (hi - lo) / 3600)
+    return count, total
+
+
+Group = tuple[str, str, str | None]  # project, resource type, flavor (None: the type's)
+
+
+def tiered_hours(kind: str, pieces: list[Piece], rating: Rating = DEMO_RATING
+                 ) -> dict[Group, tuple[Fraction, Fraction]]:
+    """Per tier group: (Q, W) of one resource's lines the version's tiered entry priced
+    (hours; hours × the line's modifier); a line priced by a term's own rate is in no
+    tier group."""
+    found: dict[Group, tuple[Fraction, Fraction]] = {}
+    for begin, end, project, state, size in pieces:
+        for lo, hi in rating.lines(begin, end):
+            grouped = rating.group(kind, project, state, size, lo)
+            if grouped is not None:
+                key = (project, kind, grouped[0])
+                q, w = found.get(key, (Fraction(0), Fraction(0)))
+                found[key] = (q + (hi - lo) / 3600, w + (hi - lo) / 3600 * grouped[1])
+    return found
 
 
 def _parse(text: str) -> dt.datetime:
     return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_z(text: str) -> dt.datetime:
+    """An RFC 3339 instant in UTC (a price list's, a membership's), naive."""
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(
+        dt.UTC).replace(tzinfo=None)
 
 
 def _micro(t: float) -> Fraction:
@@ -213,27 +444,31 @@ def _record_at(pieces: list[Piece], t: Fraction) -> Record | None:
     return None
 
 
-def _price(kind: str, record: Record | None) -> Fraction:
-    """Hourly price of a record (nothing where there is none, or no price)."""
+def _price(kind: str, record: Record | None, t: Fraction, rating: Rating) -> Fraction:
+    """Hourly price of a record at ``t`` (nothing where there is none, or no price)."""
     if record is None:
         return Fraction(0)
-    return _hourly(kind, record[2], record[1]) or Fraction(0)
+    return rating.hourly(kind, record[0], record[1], record[2], t) or Fraction(0)
 
 
 Stretch = tuple[Fraction, Fraction, Fraction]  # start, end (seconds), allowance (EUR)
 
 
-def disagreements(kind: str, tally: list[Piece], truth: list[Piece]) -> list[Stretch]:
+def disagreements(kind: str, tally: list[Piece], truth: list[Piece],
+                  rating: Rating = DEMO_RATING) -> list[Stretch]:
     """The stretches of time over which the two lifecycles book different records
     (or only one books any), each with the larger hourly price of the two records ×
     its length: the most the two bills can differ by over it, before rounding."""
-    cuts = sorted({bound for piece in tally + truth for bound in piece[:2]})
+    bounds = {bound for piece in tally + truth for bound in piece[:2]}
+    cuts = sorted(bounds | {t for t in rating.cuts if min(bounds) < t < max(bounds)}) \
+        if bounds else []
     stretches: list[Stretch] = []
     for lo, hi in zip(cuts, cuts[1:], strict=False):
         have, want = _record_at(tally, lo), _record_at(truth, lo)
         if have == want:
             continue
-        allowance = max(_price(kind, have), _price(kind, want)) * (hi - lo) / 3600
+        allowance = max(_price(kind, have, lo, rating),
+                        _price(kind, want, lo, rating)) * (hi - lo) / 3600
         if stretches and stretches[-1][1] == lo:
             start, _end, before = stretches[-1]
             stretches[-1] = (start, hi, before + allowance)
@@ -253,9 +488,11 @@ class MonthCheck:
     bounded: int = 0  # the others: within the bound
     longest: Fraction = Fraction(0)  # the longest disagreement outside transitions, seconds
     deviation: Decimal = Decimal("0.00")  # sum over resources and projects of |Tally - truth|
-    tier_lines: int = 0  # projects' floating-IP tier lines checked
+    tier_lines: int = 0  # projects' tier lines checked (floating IPs', a flavor's)
     tiers_total: Decimal = Decimal("0.00")
     allowance: Fraction = Fraction(0)  # the sum of their bounds
+    term_lines: int = 0  # lines of Tally's lifecycles a term's own rate priced
+    terms_total: Decimal = Decimal("0.00")
     problems: list[str] = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
@@ -264,8 +501,9 @@ class MonthCheck:
                 f"learnt a change at a sync's poll, off by {self.deviation} EUR in all "
                 f"(bound {_cents(self.allowance)} EUR), longest disagreement "
                 f"{float(self.longest):.0f} s outside transitions; {self.tier_lines} "
-                f"floating-IP tier lines ({self.tiers_total} EUR) recomputed from the "
-                f"lifecycles")
+                f"tier lines ({self.tiers_total} EUR) recomputed from the "
+                f"lifecycles; {self.term_lines} lines priced by terms' own rates "
+                f"({self.terms_total} EUR)")
 
 
 Getter = Callable[..., Any]  # get(path, **params) -> the decoded JSON body
@@ -305,21 +543,18 @@ def _projects(get: Getter, cloud: str, period: str) -> dict[str, dict[str, Any]]
 
 
 def _statements(get: Getter, cloud: str, period: str, check: MonthCheck,
-                tiers: dict[str, Decimal]) -> dict[tuple[str, str], dict[str, Decimal]]:
+                tiers: dict[Group, Decimal]) -> dict[tuple[str, str], dict[str, Decimal]]:
     """Per resource, per project: the amounts of every project's statement (checked
-    against its summary and its own totals); ``tiers`` gets each project's
-    floating-IP tier line."""
+    against its summary and its own totals); ``tiers`` gets each project's tier lines,
+    per group."""
     billed: dict[tuple[str, str], dict[str, Decimal]] = {}
     for project, summary in _projects(get, cloud, period).items():
         body = get("/v1/statements", cloud=cloud, period=period, project_id=project)
         amounts = [Decimal(line["amount"]) for line in body["lines"] if line["amount"]]
         for tier in body.get("tiers", []):
             amounts.append(Decimal(tier["amount"]))
-            if tier["resource_type"] == "floating_ip":
-                tiers[project] = tiers.get(project, Decimal("0.00")) + Decimal(tier["amount"])
-            else:
-                check.problems.append(f"project {project}: a tier line of "
-                                      f"{tier['resource_type']}, which DEMO_PRICES does not tier")
+            key = (project, tier["resource_type"], tier.get("flavor"))
+            tiers[key] = tiers.get(key, Decimal("0.00")) + Decimal(tier["amount"])
         subtotal = sum(amounts, Decimal("0.00"))
         mine = {k: body[k] for k in ("subtotal", "adjustments_total", "total", "unrated_lines")}
         # A summary also carries the statement's number (null while the period is open).
@@ -334,18 +569,53 @@ def _statements(get: Getter, cloud: str, period: str, check: MonthCheck,
     return billed
 
 
+def _memberships(get: Getter, cloud: str) -> dict[str, list[Member]]:
+    """Tally's memberships of ``cloud``'s projects, every account's."""
+    rows: list[dict[str, Any]] = []
+    marker = None
+    while True:
+        params: dict[str, Any] = {"limit": 1000}
+        if marker:
+            params["marker"] = marker
+        page = get("/v1/accounts", **params)
+        for item in page["items"]:
+            rows.extend(get(f"/v1/accounts/{item['account_id']}")["memberships"])
+        marker = page["next_marker"]
+        if not marker:
+            return memberships_of(rows, cloud)
+
+
 def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: dt.datetime,
-                end: dt.datetime, played_until: dt.datetime, tolerance: dt.timedelta
-                ) -> MonthCheck:
-    """Tally's statements of ``period`` (``DEMO_PRICES`` in force, billed up to ``end``:
-    the period's end, or now) against the truth's bill, by the rule of this module."""
+                end: dt.datetime, played_until: dt.datetime, tolerance: dt.timedelta,
+                prices: dict[str, Any] | None = None,
+                accounts: dict[str, str] | None = None) -> MonthCheck:
+    """Tally's statements of ``period`` (``prices`` in force, one version: DEMO_PRICES
+    unless given; billed up to ``end``: the period's end, or now) against the truth's
+    bill, by the rule of this module.  With account terms in ``prices``, Tally's
+    lifecycles are rated with Tally's memberships and the truth's with ``accounts``
+    (per project, the account it is in from the period's start: its keystone domain's),
+    which must be the same."""
+    prices = DEMO_PRICES if prices is None else prices
     check = MonthCheck(period)
-    tiers: dict[str, Decimal] = {}
+    tiers: dict[Group, Decimal] = {}
     billed = _statements(get, cloud, period, check, tiers)
     truth = truth_lifecycles(world, period_start, end, played_until)
-    # Per project, its floating-IP hours of the month: Tally's lifecycles, the truth's.
-    hours: dict[str, Fraction] = defaultdict(Fraction)
-    truth_hours: dict[str, Fraction] = defaultdict(Fraction)
+    rating = truth_rating = Rating(prices)
+    if prices.get("account_terms"):
+        members = _memberships(get, cloud)
+        rating = Rating(prices, members)
+        truth_rating = rating
+        if accounts is not None:
+            expected: dict[str, list[Member]] = {
+                p: [(_seconds(period_start), None, a)] for p, a in accounts.items()}
+            truth_rating = Rating(prices, expected)
+            held = {p: members.get(p) for p in expected}
+            if held != expected:
+                check.problems.append(f"Tally's memberships {held} are not the truth's "
+                                      f"{expected} (each project in its domain's account)")
+    # Per tier group, its (Q, W) of the month: Tally's lifecycles, the truth's.
+    hours: dict[Group, tuple[Fraction, Fraction]] = {}
+    truth_hours: dict[Group, tuple[Fraction, Fraction]] = {}
     limit = Fraction(int(tolerance.total_seconds() * 1_000_000), 1_000_000)
     for key in sorted(set(billed) | set(truth)):
         kind = key[0]
@@ -354,17 +624,17 @@ def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: 
         if key in billed:
             path = f"/v1/resources/openstack/{cloud}/{kind}/{key[1]}/lifecycle"
             lifecycle = tally_lifecycle(get(path)["intervals"], period_start, end)
-        rated = {p: a for p, a in bill(kind, lifecycle).items() if a}
-        if kind == "floating_ip":
-            for begin, stop, project, _state, _size in lifecycle:
-                hours[project] += (stop - begin) / 3600
-            for begin, stop, project, _state, _size in truth.get(key, []):
-                truth_hours[project] += (stop - begin) / 3600
+        rated = {p: a for p, a in bill(kind, lifecycle, rating).items() if a}
+        count, amount = term_priced(kind, lifecycle, rating)
+        check.term_lines += count
+        check.terms_total += amount
+        pieces = truth.get(key, [])
+        _add(hours, tiered_hours(kind, lifecycle, rating))
+        _add(truth_hours, tiered_hours(kind, pieces, truth_rating))
         if rated != have:
             check.problems.append(f"{kind} {key[1]}: statement {have} != its rated lifecycle "
                                   f"{rated}")
-        pieces = truth.get(key, [])
-        want = {p: a for p, a in bill(kind, pieces).items() if a}
+        want = {p: a for p, a in bill(kind, pieces, truth_rating).items() if a}
         if lifecycle == pieces:
             check.exact += 1
             if want != have:
@@ -372,7 +642,7 @@ def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: 
                                       f"bill {want} of the same lifecycle")
             continue
         check.bounded += 1
-        stretches = disagreements(kind, lifecycle, pieces)
+        stretches = disagreements(kind, lifecycle, pieces, truth_rating)
         resource = world.by_id.get(key[1])
         for lo, hi, _a in stretches:
             settled = hi - lo - (_in_transition(resource, lo, hi) if resource else 0)
@@ -384,7 +654,8 @@ def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: 
                     f"transitions, more than the tolerance {float(limit):.0f} s")
         allowance = sum((a for _lo, _hi, a in stretches), Fraction(0))
         for project in sorted(set(have) | set(want)):
-            lines = sum(1 for piece in lifecycle + pieces if piece[2] == project)
+            lines = sum(len(rating.lines(piece[0], piece[1]))
+                        for piece in lifecycle + pieces if piece[2] == project)
             bound = allowance + HALF_CENT * lines
             off = abs(have.get(project, Decimal(0)) - want.get(project, Decimal(0)))
             check.deviation += off
@@ -394,30 +665,54 @@ def check_month(get: Getter, cloud: str, world: Any, period: str, period_start: 
                                       f"{have.get(project)} and the truth's bill "
                                       f"{want.get(project)} differ by {off}, more than the "
                                       f"bound {float(bound):.4f}")
-    _check_tiers(check, tiers, hours, truth_hours)
+    _check_tiers(check, tiers, hours, truth_hours, prices)
     check.billed = len(billed)
     check.total = sum((a for per in billed.values() for a in per.values()),
                       Decimal("0.00")) + check.tiers_total
     return check
 
 
-def _check_tiers(check: MonthCheck, tiers: dict[str, Decimal], hours: dict[str, Fraction],
-                 truth_hours: dict[str, Fraction]) -> None:
-    """Each project's tier line is the tiers' price of Tally's own floating-IP hours
-    (to the cent), and within the slope of the tiers × the hours Tally's lifecycles
-    and the truth's disagree by (plus a cent, two roundings) of the truth's."""
-    for project in sorted(set(tiers) | {p for p, h in hours.items() if h}):
-        have = tiers.get(project)
-        rated = tier_amount(hours[project])
+def _add(into: dict[Group, tuple[Fraction, Fraction]],
+         more: dict[Group, tuple[Fraction, Fraction]]) -> None:
+    for project, (q, w) in more.items():
+        have_q, have_w = into.get(project, (Fraction(0), Fraction(0)))
+        into[project] = (have_q + q, have_w + w)
+
+
+def _check_tiers(check: MonthCheck, tiers: dict[Group, Decimal],
+                 hours: dict[Group, tuple[Fraction, Fraction]],
+                 truth_hours: dict[Group, tuple[Fraction, Fraction]],
+                 prices: dict[str, Any]) -> None:
+    """Each project's tier line of a group is the tiers' price of its lines' Q and W in
+    Tally's own lifecycles (to the cent), and within the slope of the tiers × the hours
+    Tally's lifecycles and the truth's disagree by (plus a cent, two roundings) of the
+    truth's; where a modifier makes W differ from Q, × the difference in W as well
+    (every modifier of a tiered line here is at most 1)."""
+    zero = (Fraction(0), Fraction(0))
+    for key in sorted(set(tiers) | {g for g, (q, _w) in hours.items() if q},
+                      key=lambda g: (g[0], g[1], g[2] or "")):
+        project, kind, flavor = key
+        what = f"project {project}: tier line of {kind}" + (f" {flavor}" if flavor else "")
+        spec = tiers_of(prices, kind, flavor)
+        if spec is None:
+            check.problems.append(f"{what}: the price list has no such tiers")
+            continue
+        mode, price_tiers = spec
+        have = tiers.get(key)
+        q, w = hours.get(key, zero)
+        rated = tier_amount(q, w, price_tiers, mode)
         if have != rated:
-            check.problems.append(f"project {project}: floating-IP tier line {have} != "
-                                  f"{rated}, the tiers' price of its {float(hours[project]):.3f} "
-                                  "hours")
+            check.problems.append(f"{what} {have} != {rated}, the tiers' price of its "
+                                  f"{float(q):.3f} tiered hours")
             continue
         check.tier_lines += 1
         check.tiers_total += rated
-        want = tier_amount(truth_hours[project])
-        bound = _tier_slack() * abs(hours[project] - truth_hours[project]) + Fraction(1, 100)
+        truth_q, truth_w = truth_hours.get(key, zero)
+        want = tier_amount(truth_q, truth_w, price_tiers, mode)
+        apart = abs(q - truth_q) + (0 if (q, truth_q) == (w, truth_w) else abs(w - truth_w))
+        if mode == "volume":  # the rate of the tier reached may differ by the slope
+            apart += max(w, truth_w)
+        bound = _tier_slack(price_tiers) * apart + Fraction(1, 100)
         if Fraction(abs(rated - want)) > bound:
-            check.problems.append(f"project {project}: floating-IP tier line {rated} and the "
-                                  f"truth's {want} differ by more than {float(bound):.4f}")
+            check.problems.append(f"{what} {rated} and the truth's {want} differ by more "
+                                  f"than {float(bound):.4f}")

@@ -392,9 +392,11 @@ class Demo:
             print(f"  {item.get('resource_type', '?'):<13} {seconds / 3600:>10.1f}")
 
     def _bill(self) -> bool:
-        """Bill the simulated month with DEMO_PRICES through the API and check it
-        against the truth's bill (``simcloud.billing_check``, a rating written apart
-        from Tally's): every resource's amount on Tally's statements equals the
+        """Bill the simulated month through the API with the demo's price list (tiers,
+        and terms of the hand-off's account: ``simcloud.billing_check.demo_prices``) and
+        check it against the truth's bill (``simcloud.billing_check``, a rating written
+        apart from Tally's, each project in its domain's account from the month's
+        start): every resource's amount on Tally's statements equals the
         independent rating of Tally's own lifecycle; where that lifecycle is the
         truth's, it equals the truth's bill to the cent; elsewhere the two lifecycles
         disagree for at most two sync intervals plus the settle window at a stretch
@@ -403,25 +405,45 @@ class Demo:
         and the amounts by at most the price × those stretches (plus rounding)."""
         from reporting.billing import periods
         from reporting.clock import utcnow
-        from simcloud.billing_check import DEMO_PRICES, check_month
+        from simcloud.billing_check import check_month, demo_prices
 
+        world = self.sim.world
+        period = periods.containing(world.config.start.replace(tzinfo=None))
+        period_start, period_end = periods.parse(period)
+        # The truth's accounts: every project in its keystone domain's, from the month's
+        # start (a sync's default membership, docs/statements.md "Billing accounts").
+        accounts = {project.id: self._account_of(project.domain_id)
+                    for project in (*world.projects, world.admin_project)}
+        prices = demo_prices(self.term_account, period_start)
         headers = {"Authorization": f"Bearer {self.admin_token}"}
         response = requests.put(f"{self.api_url}/v1/price-lists/{self.args.cloud}",
-                                json=DEMO_PRICES, headers=headers, timeout=60)
+                                json=prices, headers=headers, timeout=60)
         response.raise_for_status()
-        period = periods.containing(self.sim.world.config.start.replace(tzinfo=None))
-        period_start, period_end = periods.parse(period)
         now = utcnow()
         tolerance = 2 * dt.timedelta(minutes=self.args.sync_every_min) + SETTLE
-        check = check_month(self._get, self.args.cloud, self.sim.world, period, period_start,
-                            min(period_end, now), self.end.replace(tzinfo=None), tolerance)
+        check = check_month(self._get, self.args.cloud, world, period, period_start,
+                            min(period_end, now), self.end.replace(tzinfo=None), tolerance,
+                            prices, accounts)
         print()
-        print(f"Statements of {period} with a demo price list: {check.describe()}")
+        print(f"Statements of {period} with a demo price list (floating IPs and m1.small "
+              f"tiered per project's month; account terms of {self.term_account}: its "
+              "floating IPs at a rate of their own from 02:00 on the 1st to the 3rd, cheaper "
+              f"instances from the 10th to the 20th): {check.describe()}")
         print(f"  every amount follows the rule (exact where the lifecycle is the truth's, "
               f"bounded elsewhere): {'yes' if not check.problems else 'NO'}")
         for line in check.problems[:10]:
             print("  " + line)
         return not check.problems
+
+    def _account_of(self, domain_id: str) -> str:
+        return ACCOUNTS_BY_DOMAIN.replace("{cloud}", self.args.cloud).replace(
+            "{domain_id}", domain_id)
+
+    @property
+    def term_account(self) -> str:
+        """The account the demo's price list gives terms and the hand-off bills: the
+        keystone domain's of the world's first project."""
+        return self._account_of(self.sim.world.projects[0].domain_id)
 
     def _hand_off(self) -> bool:
         """Close the month and hand it off (``simcloud.demo_handoff``): an account with
@@ -432,7 +454,8 @@ class Demo:
         period = periods.containing(self.sim.world.config.start.replace(tzinfo=None))
         period_start, period_end = periods.parse(period)
         return HandOff(self.api_url, self.admin_token, self.args.cloud, self.workdir,
-                       self.receiver).run(period, period_start, period_end, utcnow())
+                       self.receiver, self.term_account).run(period, period_start,
+                                                            period_end, utcnow())
 
     def stop(self) -> None:
         for stopper in (getattr(self.collector, "stop", None), getattr(self.sim, "stop", None),

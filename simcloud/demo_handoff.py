@@ -3,7 +3,8 @@
 After the statements are checked against the truth (``simcloud.billing_check``), the
 demo does what an operator does at a month's end, all through the Reporting API:
 
-- the billing account of the first billed project: its keystone domain's, which the
+- a keystone domain's billing account (the one the demo's price list gives terms:
+  ``simcloud.billing_check.demo_prices``; else the first billed project's), which the
   syncs booked every project of the domain into (``adapter_config``
   ``accounts_by_domain``), given a dated percentage discount, a minimum commitment
   above its usage (so the account is topped up to it) and a credit booked by hand;
@@ -100,8 +101,9 @@ class HandOff:
     """The month's close and hand-off against the API at ``api_url``."""
 
     def __init__(self, api_url: str, token: str, cloud: str, workdir: Path,
-                 receiver: InvoicingReceiver) -> None:
+                 receiver: InvoicingReceiver, account: str | None = None) -> None:
         self.api_url = api_url
+        self.account = account  # None: the account of the first billed project
         self.cloud = cloud
         self.workdir = workdir
         self.receiver = receiver
@@ -129,7 +131,9 @@ class HandOff:
         if not billed:
             print(f"Hand-off of {period}: nothing billed, nothing to hand off")
             return True
-        account, members = self._domain_account(billed[0]["project_id"])
+        account, members = (self._domain_account(billed[0]["project_id"])
+                            if self.account is None else (self.account, self._members(
+                                self.account)))
         # By hand: the account's usage is its projects' own statements added up.
         usage = sum((Decimal(item["subtotal"]) + Decimal(item["adjustments_total"])
                      for item in summaries if item["project_id"] in members), Decimal(0))
@@ -181,12 +185,14 @@ class HandOff:
               f"to {csv_path}")
         return self._webhook(numbers) and account_ok
 
+    def _members(self, account: str) -> set[str]:
+        shown = self._send("GET", f"/v1/accounts/{account}").json()
+        return {m["project_id"] for m in shown["memberships"] if m["cloud"] == self.cloud}
+
     def _domain_account(self, project: str) -> tuple[str, set[str]]:
         """The account the syncs booked ``project`` into, and its projects."""
         for item in self._send("GET", "/v1/accounts", limit=1000).json()["items"]:
-            shown = self._send("GET", f"/v1/accounts/{item['account_id']}").json()
-            members = {m["project_id"] for m in shown["memberships"]
-                       if m["cloud"] == self.cloud}
+            members = self._members(item["account_id"])
             if project in members:
                 return item["account_id"], members
         raise RuntimeError(f"no billing account holds project {project}: the syncs booked "

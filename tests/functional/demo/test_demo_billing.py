@@ -39,11 +39,14 @@ def test_the_simulated_month_billed_against_the_truth(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     found = re.search(
-        r"Statements of (\d{4}-\d{2}) with a demo price list: (\d+) resources billed, total "
+        r"Statements of (\d{4}-\d{2}) with a demo price list \(floating IPs and m1.small "
+        r"tiered per project's month; account terms of sim-[a-z-]+: [^)]*\): (\d+) "
+        r"resources billed, total "
         r"([0-9.]+) EUR; (\d+) with the truth's lifecycle billed exactly the truth's amounts; "
         r"(\d+) learnt a change at a sync's poll, off by ([0-9.]+) EUR in all \(bound "
         r"([0-9.]+) EUR\), longest disagreement (\d+) s outside transitions; (\d+) "
-        r"floating-IP tier lines \((-?[0-9.]+) EUR\) recomputed from the lifecycles\n"
+        r"tier lines \((-?[0-9.]+) EUR\) recomputed from the lifecycles; (\d+) "
+        r"lines priced by terms' own rates \(([0-9.]+) EUR\)\n"
         r"  every amount "
         r"follows the rule "
         r"\(exact where the lifecycle is the truth's, bounded elsewhere\): yes",
@@ -55,4 +58,6 @@ def test_the_simulated_month_billed_against_the_truth(tmp_path: Path) -> None:
     assert exact + bounded >= billed  # every billed resource was compared
     assert Decimal(found[6]) <= Decimal(found[7])
     assert int(found[8]) <= TOLERANCE_S
-    assert int(found[9]) >= 1  # a project's floating-IP tier line was recomputed
+    assert int(found[9]) >= 1  # a project's tier line (floating IPs, m1.small) was recomputed
+    # The domain account's terms priced lines (each checked like every other line).
+    assert int(found[11]) >= 1 and Decimal(found[12]) > 0
