@@ -93,11 +93,11 @@ _LOAD = [
     FROM ({_ROWS}) e WHERE event_type <> 'compute.instance.delete.end'""",  # noqa: S608
     f"""INSERT INTO current_resources (platform, cloud, resource_type, resource_id, project_id,
                                       state, size, live, created_at, deleted_at, last_event_at,
-                                      last_event_id, last_event_seq)
+                                      last_event_id, last_event_seq, first_event_at)
     SELECT 'openstack', '{CLOUD}', 'instance', rid, project, 'active',
            CAST(CASE WHEN live THEN '{{"vcpus": 2}}' ELSE '{{"vcpus": 1}}' END AS json), live,
            ts - interval '18 days', CASE WHEN NOT live THEN ts END, ts, event_id,
-           r * {EVENTS_EACH} + 10
+           r * {EVENTS_EACH} + 10, ts - interval '18 days'
     FROM ({_ROWS}) e WHERE k = 9""",  # noqa: S608
 ]
 

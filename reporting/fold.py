@@ -66,6 +66,9 @@ class ResourceState(NamedTuple):
     last_event_at: dt.datetime
     last_event_id: str
     last_event_seq: int
+    # The oldest event's instant (None: not known, a row folded before it was kept):
+    # with last_event_at, the span every event and interval of the resource lies in.
+    first_event_at: dt.datetime | None = None
 
 
 class Interval(NamedTuple):
@@ -90,12 +93,14 @@ def apply(current: ResourceState | None, event: FoldEvent) -> ResourceState:
     if current is None:
         project, state, size = event.project_id, None, None
         live, created_at, deleted_at = False, None, None
+        first_event_at: dt.datetime | None = event.timestamp
     else:
         # A delete is sent from the deleting context (an admin's project), not the owner's.
         project = current.project_id if kind == "delete" else (
             event.project_id or current.project_id)
         state, size = current.state, current.size
         live, created_at, deleted_at = current.live, current.created_at, current.deleted_at
+        first_event_at = current.first_event_at
     if "state" in payload:
         state = payload["state"]
     if "size" in payload:
@@ -109,7 +114,7 @@ def apply(current: ResourceState | None, event: FoldEvent) -> ResourceState:
             deleted_at = event.timestamp
         live = False
     return ResourceState(project, state, size, live, created_at, deleted_at,
-                         event.timestamp, event.event_id, event.seq)
+                         event.timestamp, event.event_id, event.seq, first_event_at)
 
 
 def step(intervals: list[Interval], before: ResourceState | None, after: ResourceState,

@@ -8,8 +8,9 @@ batch's held rows with their open intervals, one read of the histories of the
 resources a late event touched, then the batch's writes.  A resource whose new
 events all sort after its row's newest ``(last_event_at, last_event_seq)`` is folded
 incrementally from its row and open interval; otherwise its history alone is
-replayed (read through ``ix_events_resource_order``), so a late event costs that
-resource's history and nothing else.
+replayed (read through ``ix_events_resource_order``, within the span from the row's
+``first_event_at`` to its newest event), so a late event costs that resource's
+history and nothing else, whatever the months the history holds.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from reporting import fold
-from reporting.db.writes.base import FoldWrites, HeldResource, ResourceKey, Writes
+from reporting.db.writes.base import FoldWrites, HeldResource, HistorySpan, ResourceKey, Writes
 
 __all__ = ["ResourceKey", "project"]
 
@@ -41,6 +42,7 @@ def _row_values(key: ResourceKey, state: fold.ResourceState) -> dict[str, Any]:
         "last_event_at": state.last_event_at,
         "last_event_id": state.last_event_id,
         "last_event_seq": state.last_event_seq,
+        "first_event_at": state.first_event_at,
     }
 
 
@@ -73,8 +75,11 @@ def project(session: Session, writes: Writes,
         if found is not None and (events[0].timestamp, events[0].seq) <= (
                 found.state.last_event_at, found.state.last_event_seq):
             late.append(key)
-    histories = writes.histories(session, late) if late else {}
-    planned = FoldWrites()
+    # A late resource's events and intervals lie in its row's span widened to the new
+    # events: read within it, a replay reads the months it covers, not every month.
+    spans = {key: _span(held[key], new_events[key]) for key in late}
+    histories = writes.histories(session, late, spans) if late else {}
+    planned = FoldWrites(spans=spans)
     for key in keys:
         found = held.get(key)
         if key in histories:
@@ -86,6 +91,13 @@ def project(session: Session, writes: Writes,
         else:
             planned.new_rows.append(_row_values(key, state))
     writes.write_fold(session, planned)
+
+
+def _span(held: HeldResource, events: list[fold.FoldEvent]) -> HistorySpan:
+    """The span of a held resource's events with its new ``events`` (in fold order)."""
+    first = held.state.first_event_at
+    return HistorySpan(None if first is None else min(first, events[0].timestamp),
+                       max(held.state.last_event_at, events[-1].timestamp))
 
 
 def _extend(key: ResourceKey, held: HeldResource | None, events: list[fold.FoldEvent],

@@ -118,6 +118,10 @@ class CurrentResource(Base):
     # seq of the newest event in fold order: lets an in-order event be folded
     # incrementally and a late one trigger a replay.
     last_event_seq: Mapped[int] = mapped_column(BigInteger)
+    # The instant of the oldest event (None: not known, e.g. its history was pruned):
+    # with last_event_at it bounds the resource's events and intervals, so a read by
+    # key reads the monthly partitions of that span only (migration 0033).
+    first_event_at: Mapped[dt.datetime | None] = mapped_column(DateTime())
 
     __table_args__ = (
         # The inventory of a cloud and type in key order.  No mutable column but

@@ -5,12 +5,15 @@ Every list is keyset-paginated on a key an index already orders:
 - ``as_of`` on the resource key of ``resource_intervals`` (one interval per
   resource covers an instant, since a resource's intervals never overlap);
 - a history on ``(timestamp, seq)`` inside ``ix_events_resource_order``.
+
+A resource's history and lifecycle are read within its row's span (``_by_key_within_span``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -217,21 +220,73 @@ def resource_exists(
     return session.execute(query).first() is not None
 
 
+# A resource's events and intervals lie in its row's span, ``first_event_at`` (None: not
+# known) to ``last_event_at`` (its intervals end in it or are open): a read by key that
+# names it reads the monthly partitions (PostgreSQL, migration 0032) of those months,
+# not every month held.  The span is read first (by primary key); the bounded read reads
+# it again, joined, in its own snapshot: a span only widens, so when both agree the read
+# saw every row an unbounded one would have; else it runs again with the new span (a
+# fold of the resource committed in between).
+Span = tuple[dt.datetime | None, dt.datetime]
+
+
+def _span(session: Session, key: ResourceKey) -> Span | None:
+    """The row's span; None without a row."""
+    row = session.execute(
+        sa.select(CurrentResource.first_event_at, CurrentResource.last_event_at)
+        .where(_key_filter(CurrentResource, key))).first()
+    return None if row is None else (row[0], row[1])
+
+
+def _between(column: Any, span: Span | None) -> sa.ColumnElement[bool]:
+    if span is None:
+        return sa.true()
+    first, last = span
+    return column <= last if first is None else column.between(first, last)
+
+
+def _by_key_within_span(session: Session, key: ResourceKey, entity: Any,
+                        condition: Callable[[Span | None], sa.ColumnElement[bool]],
+                        order: Sequence[Any], limit: int | None = None) -> list[Any]:
+    """The rows of ``entity`` meeting ``condition(span)`` (with the resource's key) in
+    ``order``, read within the row's span (unbounded without a row)."""
+    span = _span(session, key)
+    while span is not None:
+        query = (sa.select(CurrentResource.first_event_at, CurrentResource.last_event_at,
+                           entity)
+                 .select_from(CurrentResource)
+                 .outerjoin(entity, sa.and_(_key_filter(entity, key), condition(span)))
+                 .where(_key_filter(CurrentResource, key)).order_by(*order).limit(limit))
+        rows = session.execute(query).all()
+        if not rows:
+            break  # no row any more: read unbounded
+        if (rows[0][0], rows[0][1]) == span:
+            return [row[2] for row in rows if row[2] is not None]
+        span = (rows[0][0], rows[0][1])
+    return list(session.scalars(sa.select(entity).where(_key_filter(entity, key), condition(None))
+                                .order_by(*order).limit(limit)))
+
+
 def resource_events(
     session: Session, key: ResourceKey, after: tuple[dt.datetime, int] | None, limit: int
 ) -> list[Event]:
     """The resource's history in fold order ``(timestamp, seq)``, after ``after``."""
-    query = sa.select(Event).where(_key_filter(Event, key))
-    if after is not None:
-        query = query.where(sa.tuple_(Event.timestamp, Event.seq) > sa.tuple_(*after))
-    query = query.order_by(Event.timestamp, Event.seq).limit(limit)
-    return list(session.scalars(query))
+
+    def condition(span: Span | None) -> sa.ColumnElement[bool]:
+        within = _between(Event.timestamp, span)
+        if after is None:
+            return within
+        return sa.and_(within, sa.tuple_(Event.timestamp, Event.seq) > sa.tuple_(*after))
+
+    return _by_key_within_span(session, key, Event, condition, (Event.timestamp, Event.seq),
+                               limit)
 
 
 def resource_lifecycle(session: Session, key: ResourceKey) -> list[ResourceInterval]:
-    query = (
-        sa.select(ResourceInterval)
-        .where(_key_filter(ResourceInterval, key))
-        .order_by(ResourceInterval.start, ResourceInterval.id)
-    )
-    return list(session.scalars(query))
+    end = ResourceInterval.end
+
+    def condition(span: Span | None) -> sa.ColumnElement[bool]:
+        return sa.true() if span is None else sa.or_(end.is_(None), _between(end, span))
+
+    return _by_key_within_span(session, key, ResourceInterval, condition,
+                               (ResourceInterval.start, ResourceInterval.id))

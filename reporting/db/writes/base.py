@@ -15,7 +15,7 @@ import abc
 import contextlib
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, NamedTuple, TypeVar, cast
 
@@ -51,7 +51,7 @@ KEY_NAMES = ("platform", "cloud", "resource_type", "resource_id")
 EVENT_COLUMNS = ("event_id", "event_type", "platform", "cloud", "resource_type", "resource_id",
                  "project_id", "timestamp", "source", "payload")
 STATE_COLUMNS = ("project_id", "state", "size", "live", "created_at", "deleted_at",
-                 "last_event_at", "last_event_id", "last_event_seq")
+                 "last_event_at", "last_event_id", "last_event_seq", "first_event_at")
 INTERVAL_COLUMNS = ("platform", "cloud", "resource_type", "resource_id", "start", "end",
                     "project_id", "state", "size", "event_id")
 
@@ -64,6 +64,29 @@ class OpenInterval(NamedTuple):
     start: dt.datetime
     event_id: str
     locator: Any = None  # where the seam finds the row again (PostgreSQL: its ctid)
+
+
+class HistorySpan(NamedTuple):
+    """The instants a resource's events lie in, both ends included: from its row's
+    ``first_event_at`` (None: no bound below) and ``last_event_at``, widened to its new
+    events.  Every interval of its lifecycle ends in the span or is open (an interval
+    starts at one event and ends at a later one).  A read by key that names it reads
+    the monthly partitions (PostgreSQL, migration 0032) it covers, not every month."""
+
+    first: dt.datetime | None
+    last: dt.datetime
+
+
+def batch_span(keys: Iterable[ResourceKey], spans: Mapping[ResourceKey, HistorySpan] | None
+               ) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """The span covering every one of ``keys``' spans (None: no bound on that side,
+    e.g. without ``spans`` or when a key has none)."""
+    found = [None if spans is None else spans.get(key) for key in keys]
+    known = [span for span in found if span is not None]
+    if not known or len(known) < len(found):
+        return None, None
+    firsts = [span.first for span in known if span.first is not None]
+    return (min(firsts) if len(firsts) == len(known) else None), max(s.last for s in known)
 
 
 class HeldResource(NamedTuple):
@@ -86,6 +109,8 @@ class FoldWrites:
         default_factory=list)
     dropped_interval_ids: list[int] = dataclasses.field(default_factory=list)
     replayed: list[ResourceKey] = dataclasses.field(default_factory=list)
+    # The replayed resources' spans: their old intervals are deleted within them.
+    spans: dict[ResourceKey, HistorySpan] = dataclasses.field(default_factory=dict)
 
 
 def by_type(keys: Iterable[ResourceKey]) -> dict[TypeKey, list[str]]:
@@ -137,15 +162,31 @@ def _state(row: Any) -> fold.ResourceState:
     return fold.ResourceState(*row[2:])
 
 
-def _history_query(group: TypeKey, ids_match: sa.ColumnElement[bool]) -> sa.Select[Any]:
+def _history_query(group: TypeKey, ids_match: sa.ColumnElement[bool],
+                   first: dt.datetime | None, last: dt.datetime | None) -> sa.Select[Any]:
     ev = EVENTS.c
-    return (
+    query = (
         sa.select(ev.resource_id, ev.event_id, ev.event_type, ev.project_id, ev.timestamp,
                   ev.payload, ev.seq)
         .where(ev.platform == group[0], ev.cloud == group[1], ev.resource_type == group[2],
                ids_match)
         .order_by(ev.resource_id, ev.timestamp, ev.seq)
     )
+    if first is not None:
+        query = query.where(ev.timestamp >= first)
+    if last is not None:
+        query = query.where(ev.timestamp <= last)
+    return query
+
+
+def ends_within(first: dt.datetime | None, last: dt.datetime | None
+                ) -> sa.ColumnElement[bool]:
+    """An interval open or ending in ``[first, last]`` (None: unbounded on that side)."""
+    end = INTERVALS.c.end
+    bounds = [end >= first] if first is not None else []
+    if last is not None:
+        bounds.append(end <= last)
+    return sa.or_(end.is_(None), sa.and_(*bounds)) if bounds else sa.true()
 
 
 class Writes(abc.ABC):
@@ -261,13 +302,16 @@ class Writes(abc.ABC):
                 held[(*group, rid)] = HeldResource(state, opened.get(rid), row_locator)
         return held
 
-    def histories(self, session: Session, keys: Iterable[ResourceKey]
+    def histories(self, session: Session, keys: Iterable[ResourceKey],
+                  spans: Mapping[ResourceKey, HistorySpan] | None = None
                   ) -> dict[ResourceKey, list[fold.FoldEvent]]:
-        """The stored events of ``keys``, each resource's in fold order."""
+        """The stored events of ``keys``, each resource's in fold order; read within
+        the resources' ``spans`` when given (the same events: none lies outside)."""
         found: dict[ResourceKey, list[fold.FoldEvent]] = {}
         for group, ids in by_type(keys).items():
+            first, last = batch_span([(*group, rid) for rid in ids], spans)
             for match in self._ids_match(EVENTS.c.resource_id, ids):
-                for r in session.execute(_history_query(group, match)).all():
+                for r in session.execute(_history_query(group, match, first, last)).all():
                     # The query's columns after resource_id are FoldEvent's fields in order.
                     found.setdefault((*group, r[0]), []).append(fold.FoldEvent(*r[1:]))
         return found
@@ -302,20 +346,25 @@ class Writes(abc.ABC):
         """Insert ``resource_intervals`` rows (``INTERVAL_COLUMNS``)."""
 
     def replace_intervals(self, session: Session, replayed: Iterable[ResourceKey],
-                          intervals: Sequence[dict[str, Any]]) -> None:
-        """Delete every interval of the ``replayed`` resources, then insert
-        ``intervals`` (``INTERVAL_COLUMNS``, of any resource)."""
-        self.delete_intervals_of(session, replayed)
+                          intervals: Sequence[dict[str, Any]],
+                          spans: Mapping[ResourceKey, HistorySpan] | None = None) -> None:
+        """Delete every interval of the ``replayed`` resources (found within their
+        ``spans`` when given), then insert ``intervals`` (``INTERVAL_COLUMNS``, of any
+        resource)."""
+        self.delete_intervals_of(session, replayed, spans)
         self.insert_intervals(session, intervals)
 
-    def delete_intervals_of(self, session: Session, keys: Iterable[ResourceKey]) -> None:
-        """Delete every interval of the resources ``keys``."""
+    def delete_intervals_of(self, session: Session, keys: Iterable[ResourceKey],
+                            spans: Mapping[ResourceKey, HistorySpan] | None = None) -> None:
+        """Delete every interval of the resources ``keys``; found within their
+        ``spans`` when given (every interval of a resource ends in its span or is open)."""
         ri = INTERVALS.c
         for group, ids in by_type(keys).items():
+            within = ends_within(*batch_span([(*group, rid) for rid in ids], spans))
             for match in self._ids_match(ri.resource_id, ids):
                 session.execute(sa.delete(INTERVALS).where(
                     ri.platform == group[0], ri.cloud == group[1], ri.resource_type == group[2],
-                    match))
+                    match, within))
 
     def write_fold(self, session: Session, planned: FoldWrites) -> None:
         """Write a batch's fold: drop and end open intervals, replace the intervals
@@ -324,7 +373,7 @@ class Writes(abc.ABC):
         is written once: its dicts may be used up."""
         self.drop_intervals(session, planned.dropped_interval_ids)
         self.end_intervals(session, planned.ended_intervals)
-        self.replace_intervals(session, planned.replayed, planned.new_intervals)
+        self.replace_intervals(session, planned.replayed, planned.new_intervals, planned.spans)
         self.update_rows(session, planned.changed_rows)
         self.insert_rows(session, planned.new_rows)
 

@@ -19,7 +19,8 @@ growing; it stays near 0.1 s with the probes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime as dt
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -30,9 +31,11 @@ from reporting.db.writes import pg_batch
 from reporting.db.writes.base import (
     STATE_COLUMNS,
     HeldResource,
+    HistorySpan,
     OpenInterval,
     ResourceKey,
     TypeKey,
+    batch_span,
 )
 
 _IDS = "unnest(CAST(:ids AS varchar[])) AS k(id)"
@@ -62,10 +65,21 @@ HELD = sa.text(
     + " AND cr.live LIMIT 1) AS oi ON true"
 )
 
+# Reads of whole histories name each key's span (``HistorySpan``; '-infinity' when its
+# first event is not known) and the batch's: the batch's bounds prune the monthly
+# partitions (migration 0032) when the statement is planned, each key's when its
+# probe runs, so a resource's history costs the months it covers.
+_SPANNED_IDS = ("unnest(CAST(:ids AS varchar[]), CAST(:firsts AS timestamp[]), "
+                "CAST(:lasts AS timestamp[])) AS k(id, first, last)")
+_BATCH = "CAST(:first AS timestamp) AND CAST(:last AS timestamp)"
+_EVENTS_WITHIN = f' AND "timestamp" BETWEEN k.first AND k.last AND "timestamp" BETWEEN {_BATCH}'
+_ENDS_WITHIN = f'("end" IS NULL OR "end" BETWEEN {_BATCH})'
+
 HISTORIES = sa.text(
     "SELECT k.id, e.event_id, e.event_type, e.project_id, e.timestamp, e.payload, e.seq "  # noqa: S608
-    f"FROM {_IDS} CROSS JOIN LATERAL ("
-    + _probe('event_id, event_type, project_id, "timestamp", payload, seq', "events")
+    f"FROM {_SPANNED_IDS} CROSS JOIN LATERAL ("
+    + _probe('event_id, event_type, project_id, "timestamp", payload, seq', "events",
+             extra=_EVENTS_WITHIN)
     + ") AS e"
 )
 
@@ -74,10 +88,12 @@ HISTORIES = sa.text(
 # intervals): the id, unique across partitions (one sequence), must match too.
 DELETE_INTERVALS = sa.text(
     "WITH found AS MATERIALIZED ("  # noqa: S608
-    f"SELECT ri.at, ri.id FROM {_IDS} CROSS JOIN LATERAL ("
-    + _probe("ctid AS at, id", "resource_intervals") + ") AS ri) "
+    f"SELECT ri.at, ri.id FROM {_SPANNED_IDS} CROSS JOIN LATERAL ("
+    + _probe("ctid AS at, id", "resource_intervals",
+             extra=f' AND ("end" IS NULL OR "end" BETWEEN k.first AND k.last) AND {_ENDS_WITHIN}')
+    + ") AS ri) "  # noqa: S608
     "DELETE FROM resource_intervals WHERE ctid = ANY(ARRAY(SELECT at FROM found)) "
-    "AND id = ANY(ARRAY(SELECT id FROM found))"
+    f"AND id = ANY(ARRAY(SELECT id FROM found)) AND {_ENDS_WITHIN}"
 )
 
 
@@ -127,6 +143,23 @@ def _params(group: TypeKey, ids: Sequence[str]) -> dict[str, Any]:
             "ids": pg_batch.array_literal(ids)}
 
 
+def _instant(instant: dt.datetime | None, unbounded: str) -> str:
+    return unbounded if instant is None else instant.isoformat()
+
+
+def _spanned_params(group: TypeKey, ids: Sequence[str],
+                    spans: Mapping[ResourceKey, HistorySpan] | None) -> dict[str, Any]:
+    """``_params`` with each key's span and the batch's (unbounded where not known)."""
+    of = [None if spans is None else spans.get((*group, rid)) for rid in ids]
+    first, last = batch_span([(*group, rid) for rid in ids], spans)
+    return {**_params(group, ids),
+            "firsts": pg_batch.array_literal(
+                [_instant(None if span is None else span.first, "-infinity") for span in of]),
+            "lasts": pg_batch.array_literal(
+                [_instant(None if span is None else span.last, "infinity") for span in of]),
+            "first": _instant(first, "-infinity"), "last": _instant(last, "infinity")}
+
+
 def held(session: Session, group: TypeKey, ids: Sequence[str]
          ) -> dict[ResourceKey, HeldResource]:
     """``Writes.held_resources`` of the resources ``ids`` of one type."""
@@ -138,11 +171,12 @@ def held(session: Session, group: TypeKey, ids: Sequence[str]
     return found
 
 
-def histories(session: Session, group: TypeKey, ids: Sequence[str]
+def histories(session: Session, group: TypeKey, ids: Sequence[str],
+              spans: Mapping[ResourceKey, HistorySpan] | None = None
               ) -> dict[ResourceKey, list[fold.FoldEvent]]:
     """``Writes.histories`` of the resources ``ids`` of one type."""
     found: dict[ResourceKey, list[fold.FoldEvent]] = {}
-    for row in session.execute(HISTORIES, _params(group, ids)).all():
+    for row in session.execute(HISTORIES, _spanned_params(group, ids, spans)).all():
         # The columns after the id are FoldEvent's fields in order.
         found.setdefault((*group, row[0]), []).append(fold.FoldEvent(*row[1:]))
     for events in found.values():
@@ -150,5 +184,6 @@ def histories(session: Session, group: TypeKey, ids: Sequence[str]
     return found
 
 
-def delete_intervals(session: Session, group: TypeKey, ids: Sequence[str]) -> None:
-    session.execute(DELETE_INTERVALS, _params(group, ids))
+def delete_intervals(session: Session, group: TypeKey, ids: Sequence[str],
+                     spans: Mapping[ResourceKey, HistorySpan] | None = None) -> None:
+    session.execute(DELETE_INTERVALS, _spanned_params(group, ids, spans))

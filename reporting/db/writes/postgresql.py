@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -36,6 +36,7 @@ from reporting.db.writes.base import (
     SYNC_KEY_CHUNK,
     FoldWrites,
     HeldResource,
+    HistorySpan,
     OpenInterval,
     ResourceKey,
     T,
@@ -168,11 +169,12 @@ class PostgresWrites(Writes):
             held.update(pg_lookup.held(session, group, ids))
         return held
 
-    def histories(self, session: Session, keys: Iterable[ResourceKey]
+    def histories(self, session: Session, keys: Iterable[ResourceKey],
+                  spans: Mapping[ResourceKey, HistorySpan] | None = None
                   ) -> dict[ResourceKey, list[fold.FoldEvent]]:
         found: dict[ResourceKey, list[fold.FoldEvent]] = {}
         for group, ids in by_type(keys).items():
-            found.update(pg_lookup.histories(session, group, ids))
+            found.update(pg_lookup.histories(session, group, ids, spans))
         return found
 
     def rows_by_key(self, session: Session, platform: str, cloud: str,
@@ -189,9 +191,10 @@ class PostgresWrites(Writes):
             found.extend(pg_lookup.sync_sightings(session, cloud, chunk))
         return found
 
-    def delete_intervals_of(self, session: Session, keys: Iterable[ResourceKey]) -> None:
+    def delete_intervals_of(self, session: Session, keys: Iterable[ResourceKey],
+                            spans: Mapping[ResourceKey, HistorySpan] | None = None) -> None:
         for group, ids in by_type(keys).items():
-            pg_lookup.delete_intervals(session, group, ids)
+            pg_lookup.delete_intervals(session, group, ids, spans)
 
     def insert_rows(self, session: Session, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
@@ -221,7 +224,7 @@ class PostgresWrites(Writes):
         # One statement for every write located by the read (pg_fold); the
         # replayed resources' intervals go first, found by key.
         if planned.replayed:
-            self.delete_intervals_of(session, planned.replayed)
+            self.delete_intervals_of(session, planned.replayed, planned.spans)
         pg_fold.write_fold(session, planned)
 
     def _insert(self, table: sa.Table) -> Any:

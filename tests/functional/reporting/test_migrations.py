@@ -663,3 +663,46 @@ def test_0032_keeps_every_row_of_a_populated_history_both_ways(empty_db_url: str
         assert _catalog(empty_db_url, "SELECT conname FROM pg_constraint WHERE conrelid = "
                                       "'events'::regclass ORDER BY 1") == [
             ("pk_events",), ("uq_events_event_id",)]
+
+
+def test_0033_fills_first_event_at_from_the_events_held(empty_db_url: str) -> None:
+    migrations.upgrade(empty_db_url, "0032_history_partitions")
+    engine = sa.create_engine(empty_db_url)
+    held = {"vm-a": [dt.datetime(2026, 5, 2), dt.datetime(2026, 1, 9), dt.datetime(2026, 3, 1)],
+            "vm-b": [dt.datetime(2025, 12, 31)], "vm-pruned": []}
+    with engine.begin() as conn:
+        if not empty_db_url.startswith("sqlite"):
+            conn.execute(sa.text("INSERT INTO tally_history.event_ids "
+                                 "SELECT 'e-' || g FROM generate_series(1, 4) g"))
+        n = 0
+        for rid, instants in held.items():
+            for at in instants:
+                n += 1
+                conn.execute(sa.text(
+                    "INSERT INTO events (seq, event_id, event_type, platform, cloud, "
+                    "resource_type, resource_id, project_id, timestamp, source, payload, "
+                    "received_at) VALUES (:n, :e, 't', 'openstack', 'c1', 'instance', :r, 'p', "
+                    ":t, 'collector', '{}', :t)"), {"n": n, "e": f"e-{n}", "r": rid, "t": at})
+            conn.execute(sa.text(
+                "INSERT INTO current_resources (platform, cloud, resource_type, resource_id, "
+                "project_id, live, last_event_at, last_event_id, last_event_seq) VALUES "
+                "('openstack', 'c1', 'instance', :r, 'p', false, :t, 'e', 1)"),
+                {"r": rid, "t": dt.datetime(2026, 6, 1)})
+        # Another cloud's events of the same resource id are not its events.
+        conn.execute(sa.text(
+            "INSERT INTO events (seq, event_id, event_type, platform, cloud, resource_type, "
+            "resource_id, project_id, timestamp, source, payload, received_at) VALUES "
+            "(99, 'other', 't', 'openstack', 'c2', 'instance', 'vm-a', 'p', :t, 'collector', "
+            "'{}', :t)"), {"t": dt.datetime(2020, 1, 1)})
+    engine.dispose()
+    migrations.upgrade(empty_db_url)
+    engine = sa.create_engine(empty_db_url)
+    with engine.connect() as conn:
+        filled = dict(conn.execute(sa.text(  # type: ignore[arg-type]
+            "SELECT resource_id, first_event_at FROM current_resources").columns(
+                resource_id=sa.String, first_event_at=sa.DateTime)).all())
+    engine.dispose()
+    assert filled == {"vm-a": dt.datetime(2026, 1, 9), "vm-b": dt.datetime(2025, 12, 31),
+                      "vm-pruned": None}
+    migrations.downgrade(empty_db_url, "0032_history_partitions")
+    assert len(_catalog(empty_db_url, "SELECT * FROM current_resources")) == 3

@@ -63,7 +63,7 @@ def state(last_seq: int, *, live: bool = True, size: dict[str, Any] | None = Non
         project_id="p1", state="active", size=size, live=live, created_at=T0,
         deleted_at=None if live else T0 + dt.timedelta(hours=1),
         last_event_at=T0 + dt.timedelta(minutes=last_seq), last_event_id=f"e{last_seq}",
-        last_event_seq=last_seq)
+        last_event_seq=last_seq, first_event_at=T0)
 
 
 def row(resource_id: str, s: fold.ResourceState) -> dict[str, Any]:
@@ -71,7 +71,8 @@ def row(resource_id: str, s: fold.ResourceState) -> dict[str, Any]:
             "resource_id": resource_id, "project_id": s.project_id, "state": s.state,
             "size": s.size, "live": s.live, "created_at": s.created_at,
             "deleted_at": s.deleted_at, "last_event_at": s.last_event_at,
-            "last_event_id": s.last_event_id, "last_event_seq": s.last_event_seq}
+            "last_event_id": s.last_event_id, "last_event_seq": s.last_event_seq,
+            "first_event_at": s.first_event_at}
 
 
 def interval(resource_id: str, start: int, end: int | None, event_id: str) -> dict[str, Any]:
