@@ -21,6 +21,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests import ast_guard
+
+ast_guard.install()
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
