@@ -1,29 +1,40 @@
-"""One ``ast.parse`` at a time in a test process (CPython 3.11's ast bug, gh-106905).
+"""One ``ast.parse`` at a time in a test process, and none re-entered from a collection
+(CPython 3.11's AST depth counter, python/cpython#106905).
 
-CPython 3.11 tracks the depth of the AST it is building in state shared by every thread
-of the interpreter, so two threads in ``ast.parse`` at once can make one of them fail
-with ``SystemError: AST constructor recursion depth mismatch``.  A test process has
-such pairs: werkzeug compiles each URL rule with ``ast.parse`` while ``create_app``
-registers the routes, and Python 3.11's ``traceback`` parses the failing line to place
-its carets whenever a background thread logs an exception (a server thread, a pool's
-connection reset at teardown).  The suite failed on it twice in 3,000 tests; it is not
-Tally's code, so the tests serialise ``ast.parse`` rather than retry.  The served
-processes are not patched: each builds its app once, before its threads start.
+CPython 3.11 tracks the depth of the AST it is building in state shared by the whole
+interpreter, reset at the start of each ``ast.parse``.  A second parse that starts
+while one is building its tree, in another thread or from a finalizer the garbage
+collector runs in the middle of the first, leaves the first with a count that does not
+match and fails it with ``SystemError: AST constructor recursion depth mismatch``.
+Tests meet both: werkzeug compiles each URL rule with ``ast.parse`` while
+``create_app`` registers the routes, and 3.11's ``traceback`` parses the failing line
+to place its carets whenever something logs an exception, such as SQLAlchemy's pool
+when it collects a connection whose database a test already dropped.  So in a test
+process ``ast.parse`` holds a lock and parses with the collector paused (it collects
+again after).  The served processes are not patched: each builds its app once, before
+it serves, and holds no connection of a dropped database.
 """
 
 from __future__ import annotations
 
 import ast
+import gc
 import threading
 from typing import Any
 
-_LOCK = threading.RLock()  # re-entrant: a collection inside a parse may format a traceback
+_LOCK = threading.RLock()
 _parse = ast.parse
 
 
 def _parse_one_at_a_time(*args: Any, **kwargs: Any) -> Any:
     with _LOCK:
-        return _parse(*args, **kwargs)
+        collecting = gc.isenabled()
+        gc.disable()  # no finalizer, hence no other parse, in the middle of this one
+        try:
+            return _parse(*args, **kwargs)
+        finally:
+            if collecting:
+                gc.enable()
 
 
 def install() -> None:

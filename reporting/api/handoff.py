@@ -155,10 +155,20 @@ def export(cloud: str, period: str) -> Response:
         raise ApiError(409, "period_open",
                        f"period {period} of {cloud} is not closed: only a closed period's "
                        "statements are exported (POST /v1/periods/{cloud}/{period}/close)")
-    if fmt == "json":
-        return Response(stream_with_context(handoff.export_json(session, closed)),
-                        mimetype="application/json")
-    return Response(stream_with_context(_export_csv(session, closed)), mimetype="text/csv")
+    pieces = handoff.export_json(session, closed) if fmt == "json" else _export_csv(
+        session, closed)
+    return Response(stream_with_context(_closing(session, pieces)),
+                    mimetype="application/json" if fmt == "json" else "text/csv")
+
+
+def _closing(session: Any, pieces: Iterator[str]) -> Iterator[str]:
+    """``pieces``, then the session closed.  The request's teardown closed it once the
+    view returned, before the first piece was sent; streaming the rest opened a new
+    transaction on it, whose connection nothing else would give back to the pool."""
+    try:
+        yield from pieces
+    finally:
+        session.close()
 
 
 def _rows(writer: Any, rows: list[dict[str, Any]]) -> None:

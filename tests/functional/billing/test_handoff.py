@@ -381,6 +381,25 @@ def test_the_export_is_the_closed_statements_and_never_changes(
     assert november["adjustments"]  # they went where late facts go
 
 
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_an_export_gives_its_connection_back(client: FlaskClient, session_factory: Any,
+                                             fmt: str) -> None:
+    """Streamed after the request's teardown, an export reads on a transaction of its
+    own: its connection goes back to the pool when the last piece is sent, or when the
+    client goes away before it."""
+    _october(client, session_factory)
+    _close(client)
+    assert client.application is not None
+    pool = client.application.extensions[ENGINE_KEY].pool
+    url = f"/v1/periods/c1/2026-10/export?format={fmt}"
+    with client.get(url, headers=READ) as whole:
+        assert whole.status_code == 200 and whole.get_data()
+    assert pool.checkedout() == 0
+    with client.get(url, headers=READ, buffered=False) as cut_short:
+        assert next(iter(cut_short.response))  # the first piece, then the client goes
+    assert pool.checkedout() == 0
+
+
 @pytest.mark.parametrize(("path", "status", "code"), [
     ("/v1/periods/c1/2026-11/export?format=json", 409, "period_open"),
     ("/v1/periods/c1/2026-11/export", 409, "period_open"),
