@@ -28,10 +28,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterator, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -183,23 +183,40 @@ def lines(session: Session, row: ClosedStatement, resources: Container[str] | No
     by_number = known if known is not None else kinds(session, row.cloud, row.period)
     if places is None:
         places = places_of(session, row.cloud, row.period)
-    start = periods.parse(row.period)[0]
     found = []
+    for piece in _pieces(row, by_number):
+        if resources is not None and piece.resource_id not in resources:
+            continue
+        kind = piece.kind
+        interval = Interval(piece.start, piece.end, row.project_id, kind.state, kind.size,
+                            piece.event_id)
+        found.append(rating.line_of(kind.resource_type, piece.resource_id, interval,
+                                    piece.start, piece.end, kind.label, kind.unit,
+                                    kind.price, piece.coded % 2 == 1, places))
+    found.sort(key=lambda line: (line.resource_type, line.resource_id, line.start))
+    return found
+
+
+class _Piece(NamedTuple):
+    """One frozen line's columns, its kind looked up and its bounds made instants."""
+
+    kind: FrozenKind
+    resource_id: str
+    start: dt.datetime
+    end: dt.datetime
+    length: int
+    event_id: str
+    coded: int  # 2 x kind number, + 1 when zero-rated
+
+
+def _pieces(row: ClosedStatement, by_number: dict[int, FrozenKind]) -> Iterator[_Piece]:
+    start = periods.parse(row.period)[0]
     for resource_id, offset, length, event_id, coded in zip(
             row.line_resource_ids or [], row.line_starts or [], row.line_lengths or [],
             row.line_event_ids or [], row.line_kinds or [], strict=True):
-        if resources is not None and resource_id not in resources:
-            continue
-        kind = by_number[coded // 2]
         piece_start = start + dt.timedelta(microseconds=offset)
-        piece_end = piece_start + dt.timedelta(microseconds=length)
-        interval = Interval(piece_start, piece_end, row.project_id, kind.state, kind.size,
-                            event_id)
-        found.append(rating.line_of(kind.resource_type, resource_id, interval, piece_start,
-                                    piece_end, kind.label, kind.unit, kind.price,
-                                    coded % 2 == 1, places))
-    found.sort(key=lambda line: (line.resource_type, line.resource_id, line.start))
-    return found
+        yield _Piece(by_number[coded // 2], resource_id, piece_start,
+                     piece_start + dt.timedelta(microseconds=length), length, event_id, coded)
 
 
 def resources(row: ClosedStatement, known: dict[int, FrozenKind]) -> set[tuple[str, str]]:
@@ -218,24 +235,18 @@ def text(session: Session, row: ClosedStatement, places: int | None = None,
     by_number = known if known is not None else kinds(session, row.cloud, row.period)
     if places is None:
         places = places_of(session, row.cloud, row.period)
-    start = periods.parse(row.period)[0]
     # the lines of ``lines``, in its order, rendered from their columns (``line_texts``)
-    found = sorted(
-        ((by_number[coded // 2].resource_type, resource_id, offset, length, event_id, coded)
-         for resource_id, offset, length, event_id, coded in zip(
-             row.line_resource_ids or [], row.line_starts or [], row.line_lengths or [],
-             row.line_event_ids or [], row.line_kinds or [], strict=True)),
-        key=lambda found: found[:3])
+    found = sorted(_pieces(row, by_number),
+                   key=lambda piece: (piece.kind.resource_type, piece.resource_id, piece.start))
     forms: dict[int, LineForm] = {}
     rendered = []
-    for _rtype, resource_id, offset, length, event_id, coded in found:
-        form = forms.get(coded)
+    for piece in found:
+        form = forms.get(piece.coded)
         if form is None:
-            kind = by_number[coded // 2]
-            form = forms[coded] = LineForm.of(kind.resource_type, kind.state, kind.size,
-                                              kind.label, kind.unit, kind.price,
-                                              coded % 2 == 1, places)
-        piece_start = start + dt.timedelta(microseconds=offset)
-        rendered.append(form.text(resource_id, event_id, piece_start,
-                                  piece_start + dt.timedelta(microseconds=length), length))
+            kind = piece.kind
+            form = forms[piece.coded] = LineForm.of(kind.resource_type, kind.state, kind.size,
+                                                    kind.label, kind.unit, kind.price,
+                                                    piece.coded % 2 == 1, places)
+        rendered.append(form.text(piece.resource_id, piece.event_id, piece.start, piece.end,
+                                  piece.length))
     return row.body[:row.lines_at] + ",".join(rendered) + row.body[row.lines_at:]

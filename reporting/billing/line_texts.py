@@ -49,6 +49,7 @@ class LineForm:
     price_a: int | None  # None: the amount is ``fixed_amount`` (zero-rated or unrated)
     price_b: int
     fixed_amount: str
+    fixed_units: int | None  # the amount in minor units where price_a is None (None: unrated)
     places: int
 
     @classmethod
@@ -79,14 +80,14 @@ class LineForm:
             factor_a=factor.numerator, factor_b=hour * factor.denominator,
             price_a=None if per_hour is None else per_hour.numerator,
             price_b=hour * (1 if per_hour is None else per_hour.denominator),
-            fixed_amount=fixed_amount, places=places,
+            fixed_amount=fixed_amount, fixed_units=0 if zero_rated else None, places=places,
         )
 
     def units(self, micros: int) -> int | None:
         """The amount of a line of ``micros`` in minor units (None: unrated; 0:
         zero-rated)."""
         if self.price_a is None:
-            return None if self.fixed_amount.startswith("null") else 0
+            return self.fixed_units
         return money.rounded_units(micros * self.price_a, self.price_b, self.places)
 
     def text(self, resource_id: str, event_id: str, start: dt.datetime, end: dt.datetime,
