@@ -1,8 +1,9 @@
 """``tally-collector --config-file F``: run the notification collector until SIGTERM.
 
-Nothing but the standard library is imported at module level: oslo.messaging
-imports eventlet, which warns in nine lines on every start, ``--help`` and error
-unless that one warning is filtered before the import.
+Nothing but the standard library (and tally_common.library_notices, which imports
+nothing else) is imported at module level: oslo.messaging imports eventlet, which
+warns on every start, ``--help`` and error unless those notices are filtered before
+the import.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import os
 import signal
 import sys
 import threading
-import warnings
 from types import FrameType
+
+from tally_common.library_notices import quiet_library_notices
 
 PROG = "tally-collector"
 # The library sections whose options the collector knows in full once its transport
@@ -24,17 +26,12 @@ STRICT_LIBRARY_SECTIONS = ("DEFAULT", "oslo_messaging_rabbit", "oslo_messaging_n
 LOG = logging.getLogger("collector")
 
 
-def quiet_eventlet_warning() -> None:
-    """Filter eventlet's deprecation notice (only that one) before oslo.messaging loads."""
-    warnings.filterwarnings("ignore", message=r"(?s)\s*Eventlet is deprecated")
-
-
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
 def main(argv: list[str] | None = None) -> int:
-    quiet_eventlet_warning()
+    quiet_library_notices()
     import oslo_messaging
     from oslo_config import cfg
     from oslo_messaging import opts as messaging_opts

@@ -17,7 +17,6 @@ import argparse
 import datetime as dt
 import logging
 import sys
-import warnings
 from pathlib import Path
 
 import requests
@@ -27,6 +26,7 @@ from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from simcloud import driver
 from simcloud.config import API_SERVICE_TYPES, STOCK_EXCHANGES, ConfigError, WorldConfig
 from simcloud.listening import ListenError, format_bind, listen
+from tally_common.library_notices import quiet_library_notices
 from tally_common.logs import command_line_logging
 
 LOG = logging.getLogger("simcloud")
@@ -154,8 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # oslo.messaging imports eventlet, which warns in nine lines on every start.
-    warnings.filterwarnings("ignore", message=r"(?s)\s*Eventlet is deprecated")
+    # oslo.messaging imports eventlet, whose import warns on every start.
+    quiet_library_notices()
     args = build_parser().parse_args(argv)
     command_line_logging("tally-simcloud", debug=args.debug)
     if args.command == "drive":

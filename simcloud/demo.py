@@ -21,7 +21,6 @@ import shutil
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from werkzeug.serving import make_server
 
 from mapping.event import format_timestamp
 from simcloud.demo_handoff import ACCOUNTS_BY_DOMAIN, HandOff, InvoicingReceiver
+from tally_common.library_notices import quiet_library_notices
 from tally_common.logs import command_line_logging
 
 LOG = logging.getLogger("tally-demo")
@@ -485,9 +485,8 @@ def _brief(row: dict[str, Any] | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
-    # oslo.service (pulled in by the oslo libraries) imports eventlet, which warns
-    # on import; nothing here runs on eventlet.
-    warnings.filterwarnings("ignore", message=r"(?s).*Eventlet is deprecated")
+    # oslo.messaging imports eventlet, whose import warns on every start.
+    quiet_library_notices()
     # The summary is the demo's output (stdout); its log goes to stderr, errors only
     # unless --verbose.
     command_line_logging("tally-demo", debug=False, to_stderr=True)
