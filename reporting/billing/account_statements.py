@@ -14,7 +14,10 @@ The credits and charges booked by hand on the account's period of each cloud
 their currency.  The discount in force at the period's start
 (``reporting.billing.discounts``) takes its percent off the usage of every currency,
 then the minimum commitment in force then (``reporting.billing.commitments``) tops
-up the discounted usage of its currency, both before them.
+up the discounted usage of its currency, both before them.  A cloud whose period is
+not billable (open and wholly before the cloud's first observation,
+``reporting.billing.observed``) has no section: its lines would bill only the
+survivors, and the period can never be closed there; the statement names it instead.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from reporting.billing import (
     frozen,
     manual_lines,
     money,
+    observed,
     periods,
     rating,
     tiers,
@@ -197,15 +201,32 @@ def _totals(sections: list[dict[str, Any]], booked: list[AccountLine],
     return found
 
 
+def _not_billable(session: Session, cloud: str, period: str,
+                  closed: dict[str, BillingPeriod]) -> str | None:
+    """Why ``period`` of ``cloud`` is not billable (None: it is): open and wholly
+    before the cloud's first observation, as a project's statement says (409)."""
+    end = periods.parse(period)[1]
+    if period in closed or observed.observed_before(session, cloud, end):
+        return None
+    return observed.before_history_reason(cloud, period,
+                                          observed.first_observation(session, cloud))
+
+
 def document(session: Session, name: str, period: str, now: dt.datetime) -> dict[str, Any]:
     """Account ``name``'s statement of ``period`` (UnknownAccount if there is none)."""
     account = accounts.get(session, name)
     start, end = periods.parse(period)
     closed_of: dict[str, dict[str, BillingPeriod]] = {}
+    not_billable: dict[str, str] = {}
     sections = []
     for stretch in accounts.stretches(session, account.account_id, start, end):
         if stretch.cloud not in closed_of:
             closed_of[stretch.cloud] = project_statements.closed_periods(session, stretch.cloud)
+            reason = _not_billable(session, stretch.cloud, period, closed_of[stretch.cloud])
+            if reason is not None:
+                not_billable[stretch.cloud] = reason
+        if stretch.cloud in not_billable:
+            continue
         project = _project(session, stretch.cloud, stretch.project_id, period,
                            closed_of[stretch.cloud], now)
         sections.append(section(stretch, period, project))
@@ -226,6 +247,10 @@ def document(session: Session, name: str, period: str, now: dt.datetime) -> dict
         "account_id": account.account_id, "period": period,
         "status": "closed" if settled else "open", "provisional": not settled,
         "computed_at": format_timestamp(computed_at),
+        # only when some cloud's period is not billable: every other statement is what
+        # it was before the rule
+        **({"not_billable": [{"cloud": cloud, "reason": not_billable[cloud]}
+                             for cloud in sorted(not_billable)]} if not_billable else {}),
         "projects": sections,
         "manual_lines": [manual_lines.render(line) for line in booked], "totals": totals,
     }
