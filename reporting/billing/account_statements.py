@@ -47,6 +47,7 @@ from reporting.billing import (
     tiers,
 )
 from reporting.billing import statements as project_statements
+from reporting.billing.pricelist import PriceVersion
 from reporting.billing.versions import timeline
 from reporting.db.account_models import AccountCommitment, AccountDiscount, AccountLine
 from reporting.db.billing_models import BillingPeriod, ClosedStatement
@@ -85,7 +86,11 @@ class _Project:
 
 
 def _project(session: Session, cloud: str, project_id: str, period: str,
-             closed: dict[str, BillingPeriod], now: dt.datetime) -> _Project:
+             closed: dict[str, BillingPeriod], versions: list[PriceVersion],
+             now: dt.datetime) -> _Project:
+    """The project's lines, adjustments and tier lines of the period, from its own
+    facts: its intervals, and the late facts of the resources it could be adjusted for
+    (``adjustments.pending`` of the project), never the cloud's."""
     start, end = periods.parse(period)
     if period in closed:
         record = closed[period]
@@ -98,7 +103,6 @@ def _project(session: Session, cloud: str, project_id: str, period: str,
                                                            places=record.minor_units)
         return _Project(record, envelope["currency"], record.minor_units, lines, legacy,
                         envelope["adjustments"], envelope.get("tiers", []))
-    versions = timeline(session, cloud)
     currency = project_statements.currency(versions, end)
     places = currencies.places(currency)
     lines = rating.rate_intervals(
@@ -218,18 +222,28 @@ def document(session: Session, name: str, period: str, now: dt.datetime) -> dict
     start, end = periods.parse(period)
     closed_of: dict[str, dict[str, BillingPeriod]] = {}
     not_billable: dict[str, str] = {}
+    # Read once per cloud and per project, however many stretches: a cloud's timeline
+    # with account terms reads its memberships, and a project that left the account
+    # and came back in the period has two sections cut from the same lines.
+    timelines: dict[str, list[PriceVersion]] = {}
+    projects: dict[tuple[str, str], _Project] = {}
     sections = []
     for stretch in accounts.stretches(session, account.account_id, start, end):
-        if stretch.cloud not in closed_of:
-            closed_of[stretch.cloud] = project_statements.closed_periods(session, stretch.cloud)
-            reason = _not_billable(session, stretch.cloud, period, closed_of[stretch.cloud])
+        cloud = stretch.cloud
+        if cloud not in closed_of:
+            closed_of[cloud] = project_statements.closed_periods(session, cloud)
+            reason = _not_billable(session, cloud, period, closed_of[cloud])
             if reason is not None:
-                not_billable[stretch.cloud] = reason
-        if stretch.cloud in not_billable:
+                not_billable[cloud] = reason
+        if cloud in not_billable:
             continue
-        project = _project(session, stretch.cloud, stretch.project_id, period,
-                           closed_of[stretch.cloud], now)
-        sections.append(section(stretch, period, project))
+        key = (cloud, stretch.project_id)
+        if key not in projects:
+            if period not in closed_of[cloud] and cloud not in timelines:
+                timelines[cloud] = timeline(session, cloud)
+            projects[key] = _project(session, cloud, stretch.project_id, period,
+                                     closed_of[cloud], timelines.get(cloud, []), now)
+        sections.append(section(stretch, period, projects[key]))
     booked = manual_lines.of_period(session, account.account_id, period)
     clouds = {item["cloud"] for item in sections} | {line.cloud for line in booked}
     for cloud in clouds - set(closed_of):

@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from typing import Any
 
+import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from reporting.billing import account_statements
+from reporting.billing import statements as project_statements
+from reporting.db.writes import base, postgresql
 from tests.functional.billing.history import ACCEPT, PRICES, SMALL, event, october, seed
 from tests.functional.reporting.fixtures import auth
 from tests.functional.reporting.query_fixtures import assert_contract
@@ -193,3 +198,62 @@ def test_a_month_before_a_clouds_history_has_no_section_there(
     assert (closed["status"], closed["projects"][0]["status"]) == ("closed", "closed")
     # October is billable on both clouds: no such member, as before the rule.
     assert "not_billable" not in _statement(client, "acme")
+
+
+def test_an_open_account_statement_reads_its_projects_facts_only(
+        client: FlaskClient, session_factory: sessionmaker[Session],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With October closed and late facts pending on November, in p1 and elsewhere
+    (p3, in no account), an account's November statement carries its members'
+    adjustments without reading the cloud's late facts or any other project's
+    intervals, and reads each member's lines and its cloud's prices once, however many
+    stretches they make."""
+    _setup(client, session_factory)
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN,
+                       json=ACCEPT).status_code == 200
+    seed(session_factory, [
+        # inst-a (p1) was really powered off at 05:00: 0.10 + 19 h x 0.010 = 0.29, 0.34
+        # frozen: -0.05 on November, in p1's section at November's start (beta's)
+        event("compute.instance.power_off.end", "inst-a", "2026-10-02T05:00:00Z",
+              state="shutoff"),
+        event("compute.instance.power_off.end", "inst-x", "2026-10-20T05:00:00Z",
+              project_id="p3", state="shutoff"),
+    ])
+    # p1 goes to acme for ten days of November and back: two stretches in beta
+    assert _add(client, "acme", "p1", "2026-11-10T00:00:00Z").status_code == 201
+    assert _add(client, "beta", "p1", "2026-11-20T00:00:00Z").status_code == 201
+
+    def cloud_wide(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("an account statement read the cloud's late facts")
+
+    for seam in (base.Writes, postgresql.PostgresWrites):
+        monkeypatch.setattr(seam, "late_events", cloud_wide)
+    read: Counter[str] = Counter()
+    intervals = project_statements.intervals
+
+    def one_project(session: Session, cloud: str, *args: Any, **kwargs: Any) -> Any:
+        project = args[2] if len(args) > 2 else kwargs.get("project_id")
+        assert project is not None, "an account statement read every project's intervals"
+        read[f"intervals {project}"] += 1
+        return intervals(session, cloud, *args, **kwargs)
+
+    timeline = account_statements.timeline
+
+    def counted(session: Session, cloud: str) -> Any:
+        read[f"timeline {cloud}"] += 1
+        return timeline(session, cloud)
+
+    monkeypatch.setattr(project_statements, "intervals", one_project)
+    monkeypatch.setattr(account_statements, "timeline", counted)
+    beta = _statement(client, "beta", "2026-11")
+    assert [(x["project_id"], x["from"][:10], x["to"][:10]) for x in beta["projects"]] == [
+        ("p1", "2026-11-01", "2026-11-10"), ("p1", "2026-11-20", "2026-12-01")]
+    first, second = beta["projects"]
+    assert [(a["period"], a["resource_id"], a["amount"]) for a in first["adjustments"]] == [
+        ("2026-10", "inst-a", "-0.05")]
+    assert second["adjustments"] == []
+    assert beta["totals"][0]["total"] == "-0.05"
+    assert read == {"intervals p1": 1, "timeline c1": 1}
+    acme = _statement(client, "acme", "2026-11")
+    assert [(x["project_id"], x["adjustments"]) for x in acme["projects"]] == [
+        ("p1", []), ("p2", [])]
