@@ -205,17 +205,6 @@ def _totals(sections: list[dict[str, Any]], booked: list[AccountLine],
     return found
 
 
-def _not_billable(session: Session, cloud: str, period: str,
-                  closed: dict[str, BillingPeriod]) -> str | None:
-    """Why ``period`` of ``cloud`` is not billable (None: it is): open and wholly
-    before the cloud's first observation, as a project's statement says (409)."""
-    end = periods.parse(period)[1]
-    if period in closed or observed.observed_before(session, cloud, end):
-        return None
-    return observed.before_history_reason(cloud, period,
-                                          observed.first_observation(session, cloud))
-
-
 def document(session: Session, name: str, period: str, now: dt.datetime) -> dict[str, Any]:
     """Account ``name``'s statement of ``period`` (UnknownAccount if there is none)."""
     account = accounts.get(session, name)
@@ -232,7 +221,7 @@ def document(session: Session, name: str, period: str, now: dt.datetime) -> dict
         cloud = stretch.cloud
         if cloud not in closed_of:
             closed_of[cloud] = project_statements.closed_periods(session, cloud)
-            reason = _not_billable(session, cloud, period, closed_of[cloud])
+            reason = observed.not_billable(session, cloud, period)
             if reason is not None:
                 not_billable[cloud] = reason
         if cloud in not_billable:

@@ -196,6 +196,14 @@ def test_a_month_before_a_clouds_history_has_no_section_there(
                        json=ACCEPT).status_code == 200
     closed = _statement(client, "acme", "2026-09")
     assert (closed["status"], closed["projects"][0]["status"]) == ("closed", "closed")
+    # ... and so a discount or a commitment in force then would change it: refused
+    for kind, document in (("discounts", {"percent": "10", "reason": "late deal"}),
+                           ("commitments", {"currency": "EUR", "minimum": "5"})):
+        refused = client.post(f"/v1/accounts/acme/{kind}", headers=ADMIN, json={
+            "effective_from": "2026-09-01T00:00:00Z", **document})
+        assert refused.status_code == 409, refused.get_data(as_text=True)
+        assert refused.get_json()["error"]["code"] == "period_closed"
+    assert _statement(client, "acme", "2026-09") == closed
     # October is billable on both clouds: no such member, as before the rule.
     assert "not_billable" not in _statement(client, "acme")
 
