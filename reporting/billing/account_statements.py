@@ -5,7 +5,9 @@ restricted to that stretch (``docs/statements.md``, "Billing accounts").
 A section's lines are the project's lines (computed for an open period, frozen for a
 closed one) clipped to the stretch: a line crossing the instant the project moved is
 split there, each part's quantity and exact amount in proportion to its length (a
-line's price is the same over all of it), then rounded on its own like any line.  The
+line's price is the same over all of it), then rounded on its own like any line.  A
+section of the whole open period needs no clipping: its lines are those of the
+project's statement, rated set-based where the database can.  The
 adjustments booked on (or pending for) the period belong to the section starting at
 the period's start: to the account holding the project when the period began.
 The tier lines of the project's period (``reporting.billing.tiers``) go with them.
@@ -49,6 +51,7 @@ from reporting.billing import (
 from reporting.billing import statements as project_statements
 from reporting.billing.pricelist import PriceVersion
 from reporting.billing.versions import timeline
+from reporting.db import writes
 from reporting.db.account_models import AccountCommitment, AccountDiscount, AccountLine
 from reporting.db.billing_models import BillingPeriod, ClosedStatement
 
@@ -83,14 +86,18 @@ class _Project:
     legacy_lines: list[dict[str, Any]] | None  # a close before lines were frozen apart
     adjustments: list[dict[str, Any]]
     tiers: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # the lines already rendered, for a section of the whole period only (no clipping)
+    whole: list[dict[str, Any]] | None = None
 
 
 def _project(session: Session, cloud: str, project_id: str, period: str,
              closed: dict[str, BillingPeriod], versions: list[PriceVersion],
-             now: dt.datetime) -> _Project:
+             now: dt.datetime, whole: bool = False) -> _Project:
     """The project's lines, adjustments and tier lines of the period, from its own
     facts: its intervals, and the late facts of the resources it could be adjusted for
-    (``adjustments.pending`` of the project), never the cloud's."""
+    (``adjustments.pending`` of the project), never the cloud's.  For a section of the
+    ``whole`` period, an open period's lines are those of the project's statement,
+    rated set-based where the database can (the write seam's ``project_lines``)."""
     start, end = periods.parse(period)
     if period in closed:
         record = closed[period]
@@ -105,11 +112,19 @@ def _project(session: Session, cloud: str, project_id: str, period: str,
                         envelope["adjustments"], envelope.get("tiers", []))
     currency = project_statements.currency(versions, end)
     places = currencies.places(currency)
+    found = adjustments.pending(session, cloud, period, closed, versions, now, project_id)
+    booked = [a.as_dict(places) for a in found]
+    if whole:
+        rated = writes.of(session).project_lines(session, cloud, project_id, versions,
+                                                 start, end, now)
+        # each text is the JSON of the line's dict (decimals as strings): read back whole
+        return _Project(None, currency, places, [], None, booked,
+                        [tier.as_dict() for tier in rated.tier_lines],
+                        [json.loads(text) for text in rated.texts])
     lines = rating.rate_intervals(
         project_statements.intervals(session, cloud, start, min(end, now), project_id),
         versions, start, end, now)
-    found = adjustments.pending(session, cloud, period, closed, versions, now, project_id)
-    return _Project(None, currency, places, lines, None, [a.as_dict(places) for a in found],
+    return _Project(None, currency, places, lines, None, booked,
                     [tier.as_dict() for tier in tiers.tier_lines(lines, versions)])
 
 
@@ -131,6 +146,8 @@ def section(stretch: accounts.Stretch, period: str, project: _Project) -> dict[s
     start = periods.parse(period)[0]
     if project.legacy_lines is not None:
         rendered = _legacy_within(project.legacy_lines, stretch, period)
+    elif project.whole is not None:
+        rendered = project.whole
     else:
         kept = [clip(line, stretch.start, stretch.end) for line in project.lines]
         rendered = [line.as_dict() for line in kept if line is not None]
@@ -230,8 +247,11 @@ def document(session: Session, name: str, period: str, now: dt.datetime) -> dict
         if key not in projects:
             if period not in closed_of[cloud] and cloud not in timelines:
                 timelines[cloud] = timeline(session, cloud)
+            # a project in the account all period has that one section (memberships
+            # of a project never overlap): its lines need no clipping
             projects[key] = _project(session, cloud, stretch.project_id, period,
-                                     closed_of[cloud], timelines.get(cloud, []), now)
+                                     closed_of[cloud], timelines.get(cloud, []), now,
+                                     whole=(stretch.start, stretch.end) == (start, end))
         sections.append(section(stretch, period, projects[key]))
     booked = manual_lines.of_period(session, account.account_id, period)
     clouds = {item["cloud"] for item in sections} | {line.cloud for line in booked}
