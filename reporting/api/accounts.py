@@ -154,7 +154,8 @@ def post_membership(account_id: str) -> Any:
 
 def account_csv(document: dict[str, Any]) -> str:
     """An account statement as CSV, every member in the JSON's order: a row per
-    top-level member, then per section a ``project`` row (``value``: its status), its
+    top-level member (a ``not_billable`` row per cloud whose period is not billable:
+    ``cloud``, and the reason in ``value``), then per section a ``project`` row (``value``: its status), its
     ``line``, ``tier`` and ``adjustment`` rows and its totals, then a ``manual_line`` row per
     credit or charge booked by hand, then one row per currency total
     (``account_subtotal`` …, ``currency`` filled; ``account_discount_…`` and
@@ -175,6 +176,9 @@ def account_csv(document: dict[str, Any]) -> str:
                             for adjustment in item["adjustments"])
                 rows.extend(({**blank, **where, "record": total, "value": item[total]}, True)
                             for total in _SECTION_TOTALS)
+        elif name == "not_billable":
+            rows.extend(({**blank, "record": name, "cloud": item["cloud"],
+                          "value": item["reason"]}, False) for item in value)
         elif name == "manual_lines":
             rows.extend(({**blank, "record": "manual_line", **line}, False) for line in value)
         elif name == "totals":

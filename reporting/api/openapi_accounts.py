@@ -53,6 +53,22 @@ _SECTION: dict[str, Any] = {
     "lines": {"type": "array", "items": ref("StatementLine")},
     "adjustments": {"type": "array", "items": ref("Adjustment")}, **_TOTALS}
 
+_STATEMENT: dict[str, Any] = {
+    "account_id": {"type": "string"}, "period": _PERIOD,
+    "status": {"enum": ["open", "closed"]}, "provisional": {"type": "boolean"},
+    "computed_at": INSTANT,
+    "projects": {"type": "array", "items": ref("AccountSection")},
+    "manual_lines": {"type": "array", "items": ref("AccountStatementLine")},
+    "totals": {"type": "array", "items": {
+        **_all({"currency": {"type": ["string", "null"]}, **_TOTALS,
+                "manual_total": _DECIMAL}),
+        # discount: on every total while a discount is in force; commitment: only
+        # on the total of the currency of the commitment in force.
+        "properties": {"currency": {"type": ["string", "null"]}, **_TOTALS,
+                       "discount": ref("AppliedDiscount"),
+                       "manual_total": _DECIMAL,
+                       "commitment": ref("AppliedCommitment")}}}}
+
 SCHEMAS: dict[str, Any] = {
     "Account": _all(_ACCOUNT),
     "AccountWithMemberships": _all({**_ACCOUNT, "memberships": {
@@ -71,21 +87,10 @@ SCHEMAS: dict[str, Any] = {
     # the project's tier lines ("tiers") on the section starting at the period's start only
     "AccountSection": {**_all(_SECTION), "properties": {
         **_SECTION, "tiers": {"type": "array", "items": ref("TierLine")}}},
-    "AccountStatement": _all({
-        "account_id": {"type": "string"}, "period": _PERIOD,
-        "status": {"enum": ["open", "closed"]}, "provisional": {"type": "boolean"},
-        "computed_at": INSTANT,
-        "projects": {"type": "array", "items": ref("AccountSection")},
-        "manual_lines": {"type": "array", "items": ref("AccountStatementLine")},
-        "totals": {"type": "array", "items": {
-            **_all({"currency": {"type": ["string", "null"]}, **_TOTALS,
-                    "manual_total": _DECIMAL}),
-            # discount: on every total while a discount is in force; commitment: only
-            # on the total of the currency of the commitment in force.
-            "properties": {"currency": {"type": ["string", "null"]}, **_TOTALS,
-                           "discount": ref("AppliedDiscount"),
-                           "manual_total": _DECIMAL,
-                           "commitment": ref("AppliedCommitment")}}}}),
+    # not_billable: only when the period of some cloud of its members is not billable
+    "AccountStatement": {**_all(_STATEMENT), "properties": {**_STATEMENT, "not_billable": {
+        "type": "array", "minItems": 1, "items": _all({"cloud": {"type": "string"},
+                                                       "reason": {"type": "string"}})}}},
     "AppliedDiscount": _all({"effective_from": INSTANT, "percent": _PERCENT,
                              "amount": _DECIMAL}),
     "AccountDiscount": _all({"account_id": {"type": "string"}, "effective_from": INSTANT,

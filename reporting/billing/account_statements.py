@@ -5,7 +5,9 @@ restricted to that stretch (``docs/statements.md``, "Billing accounts").
 A section's lines are the project's lines (computed for an open period, frozen for a
 closed one) clipped to the stretch: a line crossing the instant the project moved is
 split there, each part's quantity and exact amount in proportion to its length (a
-line's price is the same over all of it), then rounded on its own like any line.  The
+line's price is the same over all of it), then rounded on its own like any line.  A
+section of the whole open period needs no clipping: its lines are those of the
+project's statement, rated set-based where the database can.  The
 adjustments booked on (or pending for) the period belong to the section starting at
 the period's start: to the account holding the project when the period began.
 The tier lines of the project's period (``reporting.billing.tiers``) go with them.
@@ -14,7 +16,10 @@ The credits and charges booked by hand on the account's period of each cloud
 their currency.  The discount in force at the period's start
 (``reporting.billing.discounts``) takes its percent off the usage of every currency,
 then the minimum commitment in force then (``reporting.billing.commitments``) tops
-up the discounted usage of its currency, both before them.
+up the discounted usage of its currency, both before them.  A cloud whose period is
+not billable (open and wholly before the cloud's first observation,
+``reporting.billing.observed``) has no section: its lines would bill only the
+survivors, and the period can never be closed there; the statement names it instead.
 """
 
 from __future__ import annotations
@@ -38,12 +43,15 @@ from reporting.billing import (
     frozen,
     manual_lines,
     money,
+    observed,
     periods,
     rating,
     tiers,
 )
 from reporting.billing import statements as project_statements
+from reporting.billing.pricelist import PriceVersion
 from reporting.billing.versions import timeline
+from reporting.db import writes
 from reporting.db.account_models import AccountCommitment, AccountDiscount, AccountLine
 from reporting.db.billing_models import BillingPeriod, ClosedStatement
 
@@ -78,10 +86,18 @@ class _Project:
     legacy_lines: list[dict[str, Any]] | None  # a close before lines were frozen apart
     adjustments: list[dict[str, Any]]
     tiers: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # the lines already rendered, for a section of the whole period only (no clipping)
+    whole: list[dict[str, Any]] | None = None
 
 
 def _project(session: Session, cloud: str, project_id: str, period: str,
-             closed: dict[str, BillingPeriod], now: dt.datetime) -> _Project:
+             closed: dict[str, BillingPeriod], versions: list[PriceVersion],
+             now: dt.datetime, whole: bool = False) -> _Project:
+    """The project's lines, adjustments and tier lines of the period, from its own
+    facts: its intervals, and the late facts of the resources it could be adjusted for
+    (``adjustments.pending`` of the project), never the cloud's.  For a section of the
+    ``whole`` period, an open period's lines are those of the project's statement,
+    rated set-based where the database can (the write seam's ``project_lines``)."""
     start, end = periods.parse(period)
     if period in closed:
         record = closed[period]
@@ -94,14 +110,21 @@ def _project(session: Session, cloud: str, project_id: str, period: str,
                                                            places=record.minor_units)
         return _Project(record, envelope["currency"], record.minor_units, lines, legacy,
                         envelope["adjustments"], envelope.get("tiers", []))
-    versions = timeline(session, cloud)
     currency = project_statements.currency(versions, end)
     places = currencies.places(currency)
+    found = adjustments.pending(session, cloud, period, closed, versions, now, project_id)
+    booked = [a.as_dict(places) for a in found]
+    if whole:
+        rated = writes.of(session).project_lines(session, cloud, project_id, versions,
+                                                 start, end, now)
+        # each text is the JSON of the line's dict (decimals as strings): read back whole
+        return _Project(None, currency, places, [], None, booked,
+                        [tier.as_dict() for tier in rated.tier_lines],
+                        [json.loads(text) for text in rated.texts])
     lines = rating.rate_intervals(
         project_statements.intervals(session, cloud, start, min(end, now), project_id),
         versions, start, end, now)
-    found = adjustments.pending(session, cloud, period, closed, versions, now, project_id)
-    return _Project(None, currency, places, lines, None, [a.as_dict(places) for a in found],
+    return _Project(None, currency, places, lines, None, booked,
                     [tier.as_dict() for tier in tiers.tier_lines(lines, versions)])
 
 
@@ -123,6 +146,8 @@ def section(stretch: accounts.Stretch, period: str, project: _Project) -> dict[s
     start = periods.parse(period)[0]
     if project.legacy_lines is not None:
         rendered = _legacy_within(project.legacy_lines, stretch, period)
+    elif project.whole is not None:
+        rendered = project.whole
     else:
         kept = [clip(line, stretch.start, stretch.end) for line in project.lines]
         rendered = [line.as_dict() for line in kept if line is not None]
@@ -202,13 +227,32 @@ def document(session: Session, name: str, period: str, now: dt.datetime) -> dict
     account = accounts.get(session, name)
     start, end = periods.parse(period)
     closed_of: dict[str, dict[str, BillingPeriod]] = {}
+    not_billable: dict[str, str] = {}
+    # Read once per cloud and per project, however many stretches: a cloud's timeline
+    # with account terms reads its memberships, and a project that left the account
+    # and came back in the period has two sections cut from the same lines.
+    timelines: dict[str, list[PriceVersion]] = {}
+    projects: dict[tuple[str, str], _Project] = {}
     sections = []
     for stretch in accounts.stretches(session, account.account_id, start, end):
-        if stretch.cloud not in closed_of:
-            closed_of[stretch.cloud] = project_statements.closed_periods(session, stretch.cloud)
-        project = _project(session, stretch.cloud, stretch.project_id, period,
-                           closed_of[stretch.cloud], now)
-        sections.append(section(stretch, period, project))
+        cloud = stretch.cloud
+        if cloud not in closed_of:
+            closed_of[cloud] = project_statements.closed_periods(session, cloud)
+            reason = observed.not_billable(session, cloud, period)
+            if reason is not None:
+                not_billable[cloud] = reason
+        if cloud in not_billable:
+            continue
+        key = (cloud, stretch.project_id)
+        if key not in projects:
+            if period not in closed_of[cloud] and cloud not in timelines:
+                timelines[cloud] = timeline(session, cloud)
+            # a project in the account all period has that one section (memberships
+            # of a project never overlap): its lines need no clipping
+            projects[key] = _project(session, cloud, stretch.project_id, period,
+                                     closed_of[cloud], timelines.get(cloud, []), now,
+                                     whole=(stretch.start, stretch.end) == (start, end))
+        sections.append(section(stretch, period, projects[key]))
     booked = manual_lines.of_period(session, account.account_id, period)
     clouds = {item["cloud"] for item in sections} | {line.cloud for line in booked}
     for cloud in clouds - set(closed_of):
@@ -226,6 +270,10 @@ def document(session: Session, name: str, period: str, now: dt.datetime) -> dict
         "account_id": account.account_id, "period": period,
         "status": "closed" if settled else "open", "provisional": not settled,
         "computed_at": format_timestamp(computed_at),
+        # only when some cloud's period is not billable: every other statement is what
+        # it was before the rule
+        **({"not_billable": [{"cloud": cloud, "reason": not_billable[cloud]}
+                             for cloud in sorted(not_billable)]} if not_billable else {}),
         "projects": sections,
         "manual_lines": [manual_lines.render(line) for line in booked], "totals": totals,
     }

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
-from reporting.billing import accounts, manual_lines, periods
+from reporting.billing import accounts, manual_lines, observed, periods
 from reporting.db.account_models import (
     AccountCommitment,
     AccountDiscount,
@@ -89,9 +89,11 @@ def _account_clouds(session: Session, account: str) -> set[str]:
 def statement_closed(session: Session, account: str, period: str) -> bool:
     """Whether ``account``'s statement of ``period`` is ``closed``: the rule of
     ``account_statements.document``, every cloud of its sections and of its credits
-    and charges closed (and at least one)."""
+    and charges closed (and at least one); a cloud whose period is not billable has no
+    section."""
     start, end = periods.parse(period)
     clouds = {s.cloud for s in accounts.stretches(session, account, start, end)}
+    clouds = {cloud for cloud in clouds if observed.not_billable(session, cloud, period) is None}
     clouds |= {line.cloud for line in manual_lines.of_period(session, account, period)}
     return bool(clouds) and all(
         session.get(BillingPeriod, (cloud, period)) is not None for cloud in clouds)

@@ -19,6 +19,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from mapping.event import format_timestamp
+from reporting.billing import periods
+from reporting.db.billing_models import BillingPeriod
 from reporting.db.models import Event, SyncRun
 
 
@@ -74,3 +76,14 @@ def require_observed(session: Session, cloud: str, period: str, end: dt.datetime
     if not observed_before(session, cloud, end):
         raise BeforeHistory(before_history_reason(cloud, period,
                                                   first_observation(session, cloud)))
+
+
+def not_billable(session: Session, cloud: str, period: str) -> str | None:
+    """Why ``period`` of ``cloud`` is not billable (None: it is): open and wholly before
+    the cloud's first observation.  An account's statement has no section there, and
+    whether it is closed is decided without it (``reporting.billing.account_terms``)."""
+    if session.get(BillingPeriod, (cloud, period)) is not None:
+        return None
+    if observed_before(session, cloud, periods.parse(period)[1]):
+        return None
+    return before_history_reason(cloud, period, first_observation(session, cloud))

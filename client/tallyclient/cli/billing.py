@@ -270,6 +270,9 @@ def account_statement(client: ApiClient, args: argparse.Namespace) -> Output:
         f"  unrated lines {t['unrated_lines']}" for t in body["totals"])
     footer = (f"{body['status']}{' (provisional)' if body['provisional'] else ''}  "
               f"{totals or 'no project in the period'}")
+    # a cloud whose period is not billable has no section: say why under the totals
+    footer += "".join(f"\nno section of cloud {item['cloud']}: {item['reason']}"
+                      for item in body.get("not_billable", []))
     return Output(body, SECTION_LINE_COLUMNS, rows, footer)
 
 

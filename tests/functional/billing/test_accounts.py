@@ -1,18 +1,26 @@
 """Billing accounts through the API on SQLite and PostgreSQL, amounts computed by hand:
-a project moving between accounts mid-line, a second project, the close, CSV, and the
-refusals (docs/statements.md, "Billing accounts")."""
+a project moving between accounts mid-line, a second project, the close, CSV, a month
+that is not billable on one of the account's clouds, and the refusals
+(docs/statements.md, "Billing accounts")."""
 
 from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from typing import Any
 
+import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from tests.functional.billing.history import ACCEPT, PRICES, october, seed
+from reporting.billing import account_statements
+from reporting.billing import statements as project_statements
+from reporting.db.writes import base, postgresql
+from tests.functional.billing.history import ACCEPT, PRICES, SMALL, event, october, seed
 from tests.functional.reporting.fixtures import auth
+from tests.functional.reporting.query_fixtures import assert_contract
 
 ADMIN, READ = auth("admin"), auth("read")
 
@@ -142,3 +150,118 @@ def test_accounts_are_listed_shown_and_never_edited(
     assert client.get("/v1/accounts/acme/statement?period=2999-01",
                       headers=READ).status_code == 409
     assert client.get("/v1/accounts/acme/statement", headers=READ).status_code == 400
+
+
+def test_a_month_before_a_clouds_history_has_no_section_there(
+        app: Flask, client: FlaskClient, session_factory: sessionmaker[Session]) -> None:
+    """c1's history begins at its first notification, 10-02 00:00, so its September is
+    not billable: a project's statement of it is 409 before_history, and its section
+    would bill only a survivor a sync dated back.  c2, heard since August, bills its
+    September: the account's statement of September is c2's section alone, naming c1."""
+    _setup(client, session_factory)
+    # prices from August on (V1's), so September's lines would be rated
+    assert client.put("/v1/price-lists/default", headers=ADMIN, json={
+        **PRICES[0], "effective_from": "2026-08-01T00:00:00Z"}).status_code == 201
+    seed(session_factory, [
+        # a survivor of c1's p1 a sync dated back to 09-01: 30 days x 24 h x 0.020 = 14.40
+        {**event("compute.instance.create.end", "inst-s", "2026-09-01T00:00:00Z",
+                 state="active", size=SMALL), "source": "reconciliation"},
+        # c2's p9, heard since August: 10 h of September x 0.020 = 0.20
+        event("compute.instance.create.end", "inst-c", "2026-08-20T00:00:00Z",
+              project_id="p9", cloud="c2", state="active", size=SMALL),
+        event("compute.instance.delete.end", "inst-c", "2026-09-01T10:00:00Z",
+              project_id="", cloud="c2"),
+    ])
+    assert _add(client, "acme", "p9", "2026-08-01T00:00:00Z", cloud="c2").status_code == 201
+    refused = client.get("/v1/statements?cloud=c1&period=2026-09&project_id=p1",
+                         headers=READ)
+    assert refused.status_code == 409
+    url = "/v1/accounts/acme/statement?period=2026-09"
+    september = assert_contract(app, "GET", url, client.get(url, headers=READ))
+    assert [(x["cloud"], x["project_id"], x["total"]) for x in september["projects"]] == [
+        ("c2", "p9", "0.20")]
+    (unbilled,) = september["not_billable"]
+    assert unbilled["cloud"] == "c1"
+    assert unbilled["reason"] == refused.get_json()["error"]["message"]
+    assert "2026-10-02T00:00:00.000000Z" in unbilled["reason"]
+    assert [(t["currency"], t["total"]) for t in september["totals"]] == [("EUR", "0.20")]
+    rows = list(csv.DictReader(io.StringIO(client.get(
+        url, headers={**READ, "Accept": "text/csv"}).get_data(as_text=True))))
+    assert [(r["cloud"], r["value"]) for r in rows if r["record"] == "not_billable"] == [
+        ("c1", unbilled["reason"])]
+    assert [r["record"] for r in rows][:6] == [
+        "account_id", "period", "status", "provisional", "computed_at", "not_billable"]
+    # Closing c2's September closes the account's: c1's can never be closed.
+    assert client.post("/v1/periods/c2/2026-09/close", headers=ADMIN,
+                       json=ACCEPT).status_code == 200
+    closed = _statement(client, "acme", "2026-09")
+    assert (closed["status"], closed["projects"][0]["status"]) == ("closed", "closed")
+    # ... and so a discount or a commitment in force then would change it: refused
+    for kind, document in (("discounts", {"percent": "10", "reason": "late deal"}),
+                           ("commitments", {"currency": "EUR", "minimum": "5"})):
+        refused = client.post(f"/v1/accounts/acme/{kind}", headers=ADMIN, json={
+            "effective_from": "2026-09-01T00:00:00Z", **document})
+        assert refused.status_code == 409, refused.get_data(as_text=True)
+        assert refused.get_json()["error"]["code"] == "period_closed"
+    assert _statement(client, "acme", "2026-09") == closed
+    # October is billable on both clouds: no such member, as before the rule.
+    assert "not_billable" not in _statement(client, "acme")
+
+
+def test_an_open_account_statement_reads_its_projects_facts_only(
+        client: FlaskClient, session_factory: sessionmaker[Session],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With October closed and late facts pending on November, in p1 and elsewhere
+    (p3, in no account), an account's November statement carries its members'
+    adjustments without reading the cloud's late facts or any other project's
+    intervals, and reads each member's lines and its cloud's prices once, however many
+    stretches they make."""
+    _setup(client, session_factory)
+    assert client.post("/v1/periods/c1/2026-10/close", headers=ADMIN,
+                       json=ACCEPT).status_code == 200
+    seed(session_factory, [
+        # inst-a (p1) was really powered off at 05:00: 0.10 + 19 h x 0.010 = 0.29, 0.34
+        # frozen: -0.05 on November, in p1's section at November's start (beta's)
+        event("compute.instance.power_off.end", "inst-a", "2026-10-02T05:00:00Z",
+              state="shutoff"),
+        event("compute.instance.power_off.end", "inst-x", "2026-10-20T05:00:00Z",
+              project_id="p3", state="shutoff"),
+    ])
+    # p1 goes to acme for ten days of November and back: two stretches in beta
+    assert _add(client, "acme", "p1", "2026-11-10T00:00:00Z").status_code == 201
+    assert _add(client, "beta", "p1", "2026-11-20T00:00:00Z").status_code == 201
+
+    def cloud_wide(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("an account statement read the cloud's late facts")
+
+    for seam in (base.Writes, postgresql.PostgresWrites):
+        monkeypatch.setattr(seam, "late_events", cloud_wide)
+    read: Counter[str] = Counter()
+    intervals = project_statements.intervals
+
+    def one_project(session: Session, cloud: str, *args: Any, **kwargs: Any) -> Any:
+        project = args[2] if len(args) > 2 else kwargs.get("project_id")
+        assert project is not None, "an account statement read every project's intervals"
+        read[f"intervals {project}"] += 1
+        return intervals(session, cloud, *args, **kwargs)
+
+    timeline = account_statements.timeline
+
+    def counted(session: Session, cloud: str) -> Any:
+        read[f"timeline {cloud}"] += 1
+        return timeline(session, cloud)
+
+    monkeypatch.setattr(project_statements, "intervals", one_project)
+    monkeypatch.setattr(account_statements, "timeline", counted)
+    beta = _statement(client, "beta", "2026-11")
+    assert [(x["project_id"], x["from"][:10], x["to"][:10]) for x in beta["projects"]] == [
+        ("p1", "2026-11-01", "2026-11-10"), ("p1", "2026-11-20", "2026-12-01")]
+    first, second = beta["projects"]
+    assert [(a["period"], a["resource_id"], a["amount"]) for a in first["adjustments"]] == [
+        ("2026-10", "inst-a", "-0.05")]
+    assert second["adjustments"] == []
+    assert beta["totals"][0]["total"] == "-0.05"
+    assert read == {"intervals p1": 1, "timeline c1": 1}
+    acme = _statement(client, "acme", "2026-11")
+    assert [(x["project_id"], x["adjustments"]) for x in acme["projects"]] == [
+        ("p1", []), ("p2", [])]

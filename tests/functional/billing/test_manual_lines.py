@@ -128,6 +128,18 @@ def test_a_credit_a_charge_and_a_reversal_on_the_statement(
     assert _lines(client, "?period=2026-11") == [] and _lines(client, "?cloud=c2") == []
     assert [x["line"] for x in _lines(client, f"?cloud=c1&period={OCT}")] == [1, 2, 3, 4]
 
+    # Never edited, never deleted: no request changes a line; a reversal is the way.
+    for method, url in (("PUT", "/v1/accounts/acme/lines/1"),
+                        ("PATCH", "/v1/accounts/acme/lines/1"),
+                        ("DELETE", "/v1/accounts/acme/lines/1"),
+                        ("PUT", "/v1/accounts/acme/lines"),
+                        ("PATCH", "/v1/accounts/acme/lines"),
+                        ("DELETE", "/v1/accounts/acme/lines")):
+        refused = client.open(url, method=method, headers=ADMIN,
+                              json={"amount": "0.01", "reason": "edited"})
+        assert refused.status_code in (404, 405), (method, url, refused.status_code)
+    assert _lines(client) == listed
+
 
 def test_the_close_freezes_the_lines_and_a_later_period_reverses(
         client: FlaskClient, session_factory: sessionmaker[Session]) -> None:

@@ -1,19 +1,21 @@
 """Amounts follow the currency's ISO 4217 minor units, hand-computed (SQLite and
 PostgreSQL): JPY to the yen, KWD to the fils (3 places), per line, in summaries, in a
-close and its frozen lines, in adjustments and CSV; a period closed when every
-currency was rounded to hundredths keeps its hundredths."""
+close and its frozen lines, in the hand-off (the notice's totals, the export in JSON
+and CSV), in adjustments and CSV; a period closed when every currency was rounded to
+hundredths keeps its hundredths."""
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from reporting.billing import currencies
+from reporting.billing import currencies, handoff
 from reporting.db.billing_models import BillingPeriod
 from tests.functional.billing.history import ACCEPT, SMALL, event, seed
 from tests.functional.reporting.fixtures import auth
@@ -97,6 +99,26 @@ def test_amounts_are_rounded_to_the_currencys_minor_unit(
     rows = list(csv.DictReader(io.StringIO(
         _get(client, "cloud=c1&period=2026-10&project_id=p1", csv_text=True))))
     assert [r["amount"] for r in rows if r["record"] == "line"] == lines
+    # The hand-off: the notice's totals and the export, JSON and CSV, alike.
+    with session_factory() as session:
+        period = session.get(BillingPeriod, ("c1", "2026-10"))
+        assert period is not None
+        notice = json.loads(handoff.notice_body(session, period))
+    assert [(x["project_id"], x["currency"], x["subtotal"], x["adjustments_total"],
+             x["total"]) for x in notice["statements"]] == [
+        ("p1", currency, p1, nothing, p1), ("p2", currency, p2, nothing, p2)]
+    export = client.get("/v1/periods/c1/2026-10/export?format=json", headers=READ)
+    assert export.status_code == 200, export.get_data(as_text=True)
+    exported = [x["statement"] for x in export.get_json()["statements"]]
+    assert [[line["amount"] for line in x["lines"]] for x in exported][0] == lines
+    assert [(x["subtotal"], x["total"]) for x in exported] == [(p1, p1), (p2, p2)]
+    table = client.get("/v1/periods/c1/2026-10/export?format=csv", headers=READ)
+    exported_rows = list(csv.DictReader(io.StringIO(table.get_data(as_text=True))))
+    assert [r["amount"] for r in exported_rows
+            if r["record"] == "line" and r["project_id"] == "p1"] == lines
+    assert [(r["project_id"], r["currency"], r["subtotal"], r["total"])
+            for r in exported_rows if r["record"] == "statement"] == [
+        ("p1", currency, p1, p1), ("p2", currency, p2, p2)]
 
     seed(session_factory, [event(*LATE, state="shutoff")])
     november = _get(client, "cloud=c1&period=2026-11&project_id=p1")

@@ -282,6 +282,20 @@ def test_account_commit_commitments_and_the_statement(priced: Api,
 
 
 
+def test_account_statement_names_a_cloud_whose_month_is_not_billable(
+        priced: Api, capsys: pytest.CaptureFixture[str]) -> None:
+    # c1 is first heard on 10-02: its September is before its history
+    run(priced, capsys, "account", "add", "acme")
+    code, _out, _err = run(priced, capsys, "account", "join", "acme", "--cloud", "c1",
+                           "--project", "p1", "--from", "2026-09-01T00:00:00Z")
+    assert code == 0
+    code, out, _err = run(priced, capsys, "account", "statement", "acme", "--period", "2026-09")
+    assert code == 0
+    assert ("no project in the period\nno section of cloud c1: period 2026-09 of c1 is not "
+            "billable: it ends before the cloud's history begins at "
+            "2026-10-02T00:00:00.000000Z (the first notification the collector heard)") in out
+
+
 def test_account_discount_discounts_and_the_statement(priced: Api,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     run(priced, capsys, "account", "add", "acme")
