@@ -10,7 +10,7 @@ runs in that virtualenv's python and speaks one JSON object per line: first
 ``{"error": ...}``.
 
 Nothing here skips: a service that cannot be installed or started FAILS the test, with
-pip's or the service's own output in the failure.
+the installer's or the service's own output in the failure.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from typing import Any
 
 import pytest
 
+from tests.service_venv import CONSTRAINTS, build_steps
+
 # The first install downloads and builds a few hundred packages; a later run only checks.
 INSTALL_TIMEOUT_S = 3600
 
@@ -43,7 +45,8 @@ def cache_dir() -> Path:
 def venv_path(series: str, requirements: Path) -> Path:
     """Where the virtualenv of ``series`` (e.g. ``glance-33``), this Python and this
     requirements file lives."""
-    digest = hashlib.sha256(requirements.read_bytes()).hexdigest()[:10]
+    digest = hashlib.sha256(requirements.read_bytes() + CONSTRAINTS.read_bytes()
+                            + b"uv").hexdigest()[:10]
     version = f"py{sys.version_info.major}.{sys.version_info.minor}"
     return cache_dir() / f"{series}-{version}-{digest}"
 
@@ -56,17 +59,11 @@ def tail(path: Path, size: int = 6000) -> str:
 
 def build_venv(venv: Path, log: Path, requirements: Path, pip_args: tuple[str, ...] = (),
                service: str = "nova") -> None:
-    """A fresh virtualenv at ``venv`` with ``requirements``; pytest.fail (never a skip)
-    with pip's output when it cannot be built."""
+    """A fresh virtualenv at ``venv`` with ``requirements`` (``tests.service_venv``);
+    pytest.fail (never a skip) with the installer's output when it cannot be built."""
     shutil.rmtree(venv, ignore_errors=True)
-    base = getattr(sys, "_base_executable", sys.executable)
     with open(log, "w") as out:
-        steps = [
-            [base, "-m", "venv", str(venv)],
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", *pip_args,
-             "-r", str(requirements)],
-        ]
-        for argv in steps:
+        for argv in build_steps(venv, *pip_args, "-r", str(requirements)):
             out.write(f"$ {' '.join(argv)}\n")
             out.flush()
             try:

@@ -11,12 +11,12 @@ from tests.real.conftest import RealNova
 from tests.real.service_process import build_venv
 
 
-def test_an_install_pip_cannot_do_fails_with_pips_words(tmp_path: Path) -> None:
+def test_an_install_the_installer_cannot_do_fails_with_its_words(tmp_path: Path) -> None:
     requirements = tmp_path / "requirements.txt"
     requirements.write_text("tally-no-such-distribution==0\n")
     log = tmp_path / "install.log"
     with pytest.raises(pytest.fail.Exception) as failed:
-        # --no-index: pip decides from nothing, offline and at once.
+        # --no-index: the installer decides from nothing, offline and at once.
         build_venv(tmp_path / "venv", log, requirements, pip_args=("--no-index",))
     assert "installing nova into" in str(failed.value)
     assert "tally-no-such-distribution" in str(failed.value)

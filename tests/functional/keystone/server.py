@@ -27,6 +27,8 @@ from typing import Any
 
 import requests
 
+from tests.service_venv import CONSTRAINTS, build_steps
+
 REQUIREMENT = "keystone>=30,<31"
 ADMIN_PASSWORD = "admin-secret"
 # keystoneauth renews a token with less than 120 s left: a 60 s token is renewed at
@@ -46,17 +48,18 @@ def keystone_venv() -> Path:
     _cache_dir().mkdir(parents=True, exist_ok=True)
     with open(_cache_dir() / f"keystone-30-{python}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two xdist workers: one installs, one waits
-        if ready.exists():
+        # What it was built from: another requirement or constraint builds it anew.
+        built_from = f"{REQUIREMENT}\n{CONSTRAINTS.read_text()}"
+        if ready.exists() and ready.read_text() == built_from:
             return venv
         shutil.rmtree(venv, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        result = subprocess.run(
-            [str(venv / "bin" / "pip"), "install", "--quiet", REQUIREMENT, "gunicorn"],
-            capture_output=True, text=True, timeout=1800)
-        if result.returncode != 0:
-            raise RuntimeError(f"pip install {REQUIREMENT!r} gunicorn failed:\n"
-                               f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
-        ready.write_text(REQUIREMENT + "\n")
+        for argv in build_steps(venv, REQUIREMENT, "gunicorn"):
+            result = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+            if result.returncode != 0:
+                raise RuntimeError(f"installing {REQUIREMENT!r} and gunicorn failed "
+                                   f"({' '.join(argv[1:3])}):\n"
+                                   f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        ready.write_text(built_from)
     return venv
 
 
