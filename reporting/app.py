@@ -10,6 +10,7 @@ from oslo_config import cfg
 
 from reporting import metrics
 from reporting.api import (
+    account_summaries,
     accounts,
     auth,
     clouds,
@@ -67,5 +68,5 @@ def _register_blueprints(app: Flask, conf: cfg.ConfigOpts) -> None:
     sync_api.init_app(app, conf)
     app.register_blueprint(sync_api.bp)
     handoff.init_app(app, conf)
-    for billing in (price_lists, statements, periods, accounts, handoff):
+    for billing in (price_lists, statements, periods, accounts, account_summaries, handoff):
         app.register_blueprint(billing.bp)

@@ -27,12 +27,23 @@ from sqlalchemy.orm import Session
 
 from reporting import pagination
 from reporting.api.auth import require_role
-from reporting.api.billing_common import caller_name, cloud_path, period_name
+from reporting.api.billing_common import (
+    caller_name,
+    cloud_path,
+    period_name,
+    require_started,
+)
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import json_object
 from reporting.api.periods import require_known
 from reporting.api.project_scope import require_account_read, visible_account
-from reporting.api.statements import LINE_FIELDS, NUMERIC_FIELDS, neutralised, tier_row
+from reporting.api.statements import (
+    LINE_FIELDS,
+    NUMERIC_FIELDS,
+    neutralised,
+    tier_row,
+    wants_csv,
+)
 from reporting.billing import (
     account_statements,
     account_terms,
@@ -41,7 +52,6 @@ from reporting.billing import (
     discounts,
     locks,
     manual_lines,
-    periods,
 )
 from reporting.clock import utcnow
 from reporting.db import writes
@@ -227,12 +237,6 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _wants_csv() -> bool:
-    accept = request.accept_mimetypes
-    return accept.best_match(["application/json", "text/csv"]) == "text/csv" and (
-        accept["text/csv"] > accept["application/json"])
-
-
 @bp.get("/v1/accounts/<account_id>/statement")
 @require_account_read
 def get_account_statement(account_id: str) -> Response:
@@ -240,12 +244,9 @@ def get_account_statement(account_id: str) -> Response:
     period = period_name(request.args.get("period"))
     account = _known(account_id)
     now = utcnow()
-    if periods.parse(period)[0] > now:
-        raise ApiError(409, "period_not_started",
-                       f"period {period} has not started yet (it starts at {period}-01); "
-                       "no statement exists before its month")
+    require_started(period, now)
     document = account_statements.document(db_session(), account.account_id, period, now)
-    if _wants_csv():
+    if wants_csv():
         return Response(account_csv(document), mimetype="text/csv")
     return Response(json.dumps(document, separators=(",", ":"), ensure_ascii=False),
                     mimetype="application/json")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from typing import Any
 
@@ -35,6 +36,14 @@ def period_name(value: str | None) -> str:
         raise ApiError(400, "bad_request", str(exc)) from None
     assert value is not None
     return value
+
+
+def require_started(period: str, now: dt.datetime) -> None:
+    """409 ``period_not_started`` for a month after now's: no statement exists yet."""
+    if periods.parse(period)[0] > now:
+        raise ApiError(409, "period_not_started",
+                       f"period {period} has not started yet (it starts at {period}-01); "
+                       "no statement exists before its month")
 
 
 def caller_name() -> str:

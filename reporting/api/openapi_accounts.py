@@ -1,10 +1,12 @@
-"""OpenAPI paths and schemas of billing accounts (``reporting/api/accounts.py``)."""
+"""OpenAPI paths and schemas of billing accounts (``reporting/api/accounts.py``,
+``reporting/api/account_summaries.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from reporting.api.openapi_doc import (
+    EXPENSIVE_READ,
     INSTANT,
     errors,
     json_body,
@@ -59,15 +61,18 @@ _STATEMENT: dict[str, Any] = {
     "computed_at": INSTANT,
     "projects": {"type": "array", "items": ref("AccountSection")},
     "manual_lines": {"type": "array", "items": ref("AccountStatementLine")},
-    "totals": {"type": "array", "items": {
-        **_all({"currency": {"type": ["string", "null"]}, **_TOTALS,
-                "manual_total": _DECIMAL}),
-        # discount: on every total while a discount is in force; commitment: only
-        # on the total of the currency of the commitment in force.
-        "properties": {"currency": {"type": ["string", "null"]}, **_TOTALS,
-                       "discount": ref("AppliedDiscount"),
-                       "manual_total": _DECIMAL,
-                       "commitment": ref("AppliedCommitment")}}}}
+    "totals": {"type": "array", "items": ref("AccountTotal")}}
+
+_NOT_BILLABLE = {"type": "array", "minItems": 1,
+                 "items": _all({"cloud": {"type": "string"}, "reason": {"type": "string"}})}
+# A section of an account summary: the statement's section without its lines.
+_SUMMARY_SECTION = {name: value for name, value in _SECTION.items()
+                    if name not in ("lines", "adjustments")}
+_SUMMARY: dict[str, Any] = {
+    **{name: _STATEMENT[name] for name in (
+        "account_id", "period", "status", "provisional", "computed_at")},
+    "sections": {"type": "array", "items": ref("AccountSummarySection")},
+    "totals": _STATEMENT["totals"]}
 
 SCHEMAS: dict[str, Any] = {
     "Account": _all(_ACCOUNT),
@@ -88,9 +93,22 @@ SCHEMAS: dict[str, Any] = {
     "AccountSection": {**_all(_SECTION), "properties": {
         **_SECTION, "tiers": {"type": "array", "items": ref("TierLine")}}},
     # not_billable: only when the period of some cloud of its members is not billable
-    "AccountStatement": {**_all(_STATEMENT), "properties": {**_STATEMENT, "not_billable": {
-        "type": "array", "minItems": 1, "items": _all({"cloud": {"type": "string"},
-                                                       "reason": {"type": "string"}})}}},
+    "AccountStatement": {**_all(_STATEMENT), "properties": {
+        **_STATEMENT, "not_billable": _NOT_BILLABLE}},
+    "AccountTotal": {
+        **_all({"currency": {"type": ["string", "null"]}, **_TOTALS,
+                "manual_total": _DECIMAL}),
+        # discount: on every total while a discount is in force; commitment: only
+        # on the total of the currency of the commitment in force.
+        "properties": {"currency": {"type": ["string", "null"]}, **_TOTALS,
+                       "discount": ref("AppliedDiscount"),
+                       "manual_total": _DECIMAL,
+                       "commitment": ref("AppliedCommitment")}},
+    # a section's number: only where the section carries its closed statement's
+    "AccountSummarySection": {**_all(_SUMMARY_SECTION), "properties": {
+        **_SUMMARY_SECTION, "number": _NUMBER}},
+    "AccountSummary": {**_all(_SUMMARY), "properties": {
+        **_SUMMARY, "not_billable": _NOT_BILLABLE}},
     "AppliedDiscount": _all({"effective_from": INSTANT, "percent": _PERCENT,
                              "amount": _DECIMAL}),
     "AccountDiscount": _all({"account_id": {"type": "string"}, "effective_from": INSTANT,
@@ -127,6 +145,7 @@ SCHEMAS: dict[str, Any] = {
                         "period": _PERIOD, "effective_at": INSTANT}}]},
 }
 SCHEMAS["Accounts"] = list_of(ref("Account"))
+SCHEMAS["AccountSummaries"] = list_of(ref("AccountSummary"))
 SCHEMAS["AccountLines"] = list_of(ref("AccountLine"))
 SCHEMAS["AccountCommitments"] = list_of(ref("AccountCommitment"))
 SCHEMAS["AccountDiscounts"] = list_of(ref("AccountDiscount"))
@@ -148,6 +167,18 @@ def account_paths() -> dict[str, Any]:
                      "responses": {"201": json_body(ref("Account"), "Added."),
                                    **errors(400, 401, 403, 409, 413)}},
         },
+        "/v1/account-summaries": {"get": {
+            **_TAGS, "operationId": "listAccountSummaries",
+            "summary": "Every account's summary of a period, by account id: its "
+            "statement's totals per currency and its sections without their lines (role "
+            "read; an account_reader gets its own); Accept: text/csv answers CSV, the "
+            "next marker in X-Next-Marker; a period that has not started is 409.",
+            "parameters": [query("period", _PERIOD, "The month, YYYY-MM (UTC).",
+                                 required=True),
+                           param_ref("limit"), param_ref("marker")],
+            "responses": {"200": {"description": "A page of summaries.", "content": {
+                "application/json": {"schema": ref("AccountSummaries")}, **_CSV}},
+                **errors(400, 401, 403, 409), **EXPENSIVE_READ}}},
         "/v1/accounts/{account_id}": {"get": {
             **_TAGS, "operationId": "getAccount",
             "summary": "An account and every membership naming it (role read, or "

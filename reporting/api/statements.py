@@ -18,7 +18,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from reporting import pagination
-from reporting.api.billing_common import cloud_hidden, period_name
+from reporting.api.billing_common import cloud_hidden, period_name, require_started
 from reporting.api.errors import ApiError
 from reporting.api.project_scope import requested_project, require_project_read, visible_projects
 from reporting.api.read_limits import expensive_read
@@ -55,7 +55,8 @@ _NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?\Z")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
 
 
-def _wants_csv() -> bool:
+def wants_csv() -> bool:
+    """Whether the request prefers CSV to JSON (``Accept: text/csv``)."""
     best = request.accept_mimetypes.best_match(["application/json", "text/csv"])
     return best == "text/csv" and request.accept_mimetypes["text/csv"] > request.accept_mimetypes[
         "application/json"]
@@ -79,12 +80,16 @@ def neutralised(value: Any, numeric: bool) -> Any:
     return "'" + value if value.startswith(FORMULA_STARTS) else value
 
 
-def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
+def csv_text(rows: list[dict[str, Any]], fields: tuple[str, ...],
+             numeric: frozenset[str] = frozenset()) -> str:
+    """``rows`` as CSV under the header ``fields``, text neutralised; a number Tally
+    wrote (a column of NUMERIC_FIELDS or ``numeric``) is written as it is."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(fields)
     for row in rows:
-        numbers = NUMERIC_FIELDS | ({"value"} if row.get("record") in NUMERIC_FIELDS else set())
+        numbers = NUMERIC_FIELDS | numeric | (
+            {"value"} if row.get("record") in NUMERIC_FIELDS else set())
         writer.writerow([neutralised(cell(row[field]), field in numbers) for field in fields])
     return out.getvalue()
 
@@ -117,7 +122,7 @@ def statement_csv(document: dict[str, Any]) -> str:
             rows.extend({**blank, "record": "adjustment", **item} for item in value)
         else:
             rows.append({**blank, "record": name, "value": value})
-    return _csv(rows, CSV_FIELDS)
+    return csv_text(rows, CSV_FIELDS)
 
 
 def _as_for_an_unknown_cloud(cloud: str, project_id: str, period: str) -> str:
@@ -146,10 +151,7 @@ def get_statements() -> Response:
     visible = visible_projects()
     session = db_session()
     now = utcnow()
-    if periods.parse(period)[0] > now:
-        raise ApiError(409, "period_not_started",
-                       f"period {period} has not started yet (it starts at {period}-01); "
-                       "no statement exists before its month")
+    require_started(period, now)
     hidden = cloud_hidden(session, cloud)
     if not hidden:
         try:
@@ -163,7 +165,7 @@ def get_statements() -> Response:
             text = _as_for_an_unknown_cloud(cloud, project_id, period)
         else:
             text = service.statement_text(session, cloud, project_id, period, now)
-        if _wants_csv():
+        if wants_csv():
             return Response(statement_csv(json.loads(text)), mimetype="text/csv")
         return Response(text, mimetype="application/json")
     limit = pagination.parse_limit(args)
@@ -177,8 +179,8 @@ def get_statements() -> Response:
         items, more = service.project_summaries(session, cloud, period, visible, after, limit,
                                                 now)
     marker = pagination.encode_marker(_TAG, [items[-1]["project_id"]]) if more else None
-    if _wants_csv():
-        response = Response(_csv(items, SUMMARY_FIELDS), mimetype="text/csv")
+    if wants_csv():
+        response = Response(csv_text(items, SUMMARY_FIELDS), mimetype="text/csv")
         if marker is not None:
             response.headers["X-Next-Marker"] = marker
         return response

@@ -1,5 +1,6 @@
 """The billing subcommands: ``price-list put|show``, ``statement``,
-``period close|list|deliveries|redeliver|export``, ``account add|list|show|join|statement``,
+``period close|list|deliveries|redeliver|export``,
+``account add|list|show|join|statement|summaries``,
 the credits and charges booked by hand: ``account credit|charge|reverse|lines``, the
 minimum commitments: ``account commit|commitments``, and the percentage discounts:
 ``account discount|discounts``.
@@ -116,7 +117,7 @@ def statement(client: ApiClient, args: argparse.Namespace) -> Output:
         if args.project is not None:
             text = client.get_text("/v1/statements", params, "text/csv")
         else:
-            text = _summary_csv(client, params)
+            text = _csv_pages(client, "/v1/statements", params)
         return Output(None, [], [], text=text)
     if args.project is None:
         items = client.pages("/v1/statements", params, None)
@@ -136,13 +137,12 @@ def statement(client: ApiClient, args: argparse.Namespace) -> Output:
     return Output(body, LINE_COLUMNS, rows, footer)
 
 
-def _summary_csv(client: ApiClient, params: dict[str, str | None]) -> str:
-    """Every page of the summaries as one CSV (the header once)."""
+def _csv_pages(client: ApiClient, path: str, params: dict[str, str | None]) -> str:
+    """Every page of a list answered in CSV as one CSV (the header once)."""
     parts: list[str] = []
     marker: str | None = None
     while True:
-        text, marker = client.get_text_page("/v1/statements", {**params, "marker": marker},
-                                            "text/csv")
+        text, marker = client.get_text_page(path, {**params, "marker": marker}, "text/csv")
         parts.append(text if not parts else text.split("\r\n", 1)[1])
         if not marker:
             return "".join(parts)
@@ -274,6 +274,38 @@ def account_statement(client: ApiClient, args: argparse.Namespace) -> Output:
     footer += "".join(f"\nno section of cloud {item['cloud']}: {item['reason']}"
                       for item in body.get("not_billable", []))
     return Output(body, SECTION_LINE_COLUMNS, rows, footer)
+
+
+# Each page of account summaries computes a statement per account: pages of the API's
+# default size keep each request short.
+SUMMARY_PAGE = 100
+ACCOUNT_SUMMARY_COLUMNS = [table.field(name) for name in (
+    "account_id", "status", "currency", "subtotal", "adjustments_total")] + [
+    ("discount", lambda row: (row.get("discount") or {}).get("amount")),
+    ("shortfall", lambda row: (row.get("commitment") or {}).get("shortfall"))] + [
+    table.field(name) for name in ("manual_total", "total", "unrated_lines", "projects")]
+
+
+def account_summaries(client: ApiClient, args: argparse.Namespace) -> Output:
+    """Every account's summary of a period (every page): a row per account and
+    currency total, with the projects of its sections in that currency; an account
+    with no total, a row of its own."""
+    path, params = "/v1/account-summaries", {"period": args.period}
+    if args.format == "csv":
+        return Output(None, [], [], text=_csv_pages(
+            client, path, {**params, "limit": str(SUMMARY_PAGE)}))
+    items = client.pages(path, params, None, page_size=SUMMARY_PAGE)
+    rows: list[dict[str, Any]] = []
+    for item in items:
+        where = {"account_id": item["account_id"], "status": item["status"]}
+        rows.extend({**where, **total, "projects": " ".join(
+            f"{s['cloud']}/{s['project_id']}" for s in item["sections"]
+            if s["currency"] == total["currency"]) or None} for total in item["totals"])
+        if not item["totals"]:
+            rows.append(where)
+    footer = "".join(f"\n{item['account_id']}: no section of cloud {x['cloud']}: {x['reason']}"
+                     for item in items for x in item.get("not_billable", []))
+    return Output(items, ACCOUNT_SUMMARY_COLUMNS, rows, footer.lstrip("\n") or None)
 
 
 def _discounted(applied: dict[str, Any] | None) -> str:
@@ -469,6 +501,11 @@ def _register_accounts(sub: Any, common: argparse.ArgumentParser) -> None:
     stmt.add_argument("account")
     stmt.add_argument("--period", required=True, metavar="YYYY-MM")
     stmt.set_defaults(handler=account_statement, csv_ok=True)
+    summaries = verbs.add_parser("summaries", parents=[common], allow_abbrev=False,
+                                 help="every account's totals of a period, per currency, "
+                                 "with its projects")
+    summaries.add_argument("--period", required=True, metavar="YYYY-MM")
+    summaries.set_defaults(handler=account_summaries, csv_ok=True)
     _register_lines(verbs, common)
     _register_commitments(verbs, common)
     _register_discounts(verbs, common)

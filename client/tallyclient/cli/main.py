@@ -79,7 +79,8 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
                        help="authenticate with keystone as this clouds.yaml entry "
                        "(env OS_CLOUD, used when no bearer token is given)")
     parser.add_argument("--format", choices=("table", "json", "csv"), default=default("table"),
-                        help="csv: statement, account statement and period export only")
+                        help="csv: statement, account statement, account summaries and "
+                        "period export only")
     parser.add_argument("--timeout", type=float, default=default(30.0),
                         help="seconds to wait for each answer (default 30)")
 
@@ -224,8 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Command = args.handler
     if args.format == "csv" and not getattr(args, "csv_ok", False):
-        print(f"{PROG}: --format csv is for the statement, account statement and period export "
-              "commands", file=sys.stderr)
+        print(f"{PROG}: --format csv is for the statement, account statement, account "
+              "summaries and period export commands", file=sys.stderr)
         return 2
     try:
         client = _client(args)

@@ -1,4 +1,5 @@
-"""``openstack tally account list|show|statement``, ``account line list``,
+"""``openstack tally account list|show|statement``, ``account summary list``,
+``account line list``,
 ``account commitment list``, ``account discount list``,
 ``period list|export`` and ``delivery list``: the billing reads of ``tally``.
 
@@ -127,6 +128,19 @@ class ShowAccountStatement(_TallyCommand, Lister):
         if parsed_args.formatter == "table" and self._footer:
             self.app.stdout.write(self._footer + "\n")
         return code
+
+
+class ListAccountSummary(_BillingList):
+    """List every account's totals of a month, one row per account and currency, with
+    the projects of its sections (read role; an account reader gets its own)."""
+
+    fetch = billing.account_summaries
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument("--period", required=True, metavar="<YYYY-MM>",
+                            help="the month (UTC)")
+        return parser
 
 
 ACCOUNT = ("account", "<account>", "the account's id")

@@ -15,6 +15,7 @@ import pytest
 import requests
 
 from reporting.db.handoff_models import WebhookAttempt, WebhookDelivery
+from tallyclient.cli import billing
 from tests.functional.billing.history import october
 from tests.functional.cli.conftest import Api
 from tests.functional.cli.test_cli import run, table_rows
@@ -155,6 +156,53 @@ def test_account_add_join_show_and_statement(priced: Api,
     code, _out, err = run(priced, capsys, "account", "statement", "nobody", "--period",
                           "2026-10")
     assert code == 1 and "404" in err
+
+
+def test_account_summaries_every_page_as_table_json_csv(
+        priced: Api, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for account in ("gamma", "beta", "acme"):
+        assert run(priced, capsys, "account", "add", account)[0] == 0
+    # p1 in acme until 05:00 on the 2nd (inst-a's first 5 h: 0.10), then in beta (1.56);
+    # p2 in acme (inst-b's day there: 0.48); half of acme's 0.58 off
+    for account, project, at in (("acme", "p1", "2026-09-01T00:00:00Z"),
+                                 ("beta", "p1", "2026-10-02T05:00:00Z"),
+                                 ("acme", "p2", "2026-10-01T00:00:00Z")):
+        assert run(priced, capsys, "account", "join", account, "--cloud", "c1", "--project",
+                   project, "--from", at)[0] == 0
+    assert run(priced, capsys, "account", "discount", "acme", "--from",
+               "2026-10-01T00:00:00Z", "--percent", "50", "--reason", "deal")[0] == 0
+    monkeypatch.setattr(billing, "SUMMARY_PAGE", 1)  # three pages of one account
+    code, out, err = run(priced, capsys, "account", "summaries", "--period", "2026-10")
+    assert (code, err) == (0, "")
+    assert table_rows(out) == [
+        ["account_id", "status", "currency", "subtotal", "adjustments_total", "discount",
+         "shortfall", "manual_total", "total", "unrated_lines", "projects"],
+        ["acme", "open", "EUR", "0.58", "0.00", "-0.29", "-", "0.00", "0.29", "0",
+         "c1/p1 c1/p2"],
+        ["beta", "open", "EUR", "1.56", "0.00", "-", "-", "0.00", "1.56", "0", "c1/p1"],
+        ["gamma", "open", "-", "-", "-", "-", "-", "-", "-", "-", "-"]]
+    code, out, _err = run(priced, capsys, "--format", "json", "account", "summaries",
+                          "--period", "2026-10", role="read")
+    items = json.loads(out)
+    api = requests.get(f"{priced.url}/v1/account-summaries", params={"period": "2026-10"},
+                       headers=auth("read"), timeout=30).json()["items"]
+    assert code == 0 and [(x["account_id"], x["sections"], x["totals"]) for x in items] == [
+        (x["account_id"], x["sections"], x["totals"]) for x in api]
+    code, out, _err = run(priced, capsys, "account", "summaries", "--period", "2026-10",
+                          "--format", "csv")
+    one_page = requests.get(f"{priced.url}/v1/account-summaries", timeout=30,
+                            params={"period": "2026-10"},
+                            headers={**auth("read"), "Accept": "text/csv"})
+    assert code == 0 and out == one_page.text
+    assert [(r["account_id"], r["record"], r["total"])
+            for r in csv.DictReader(io.StringIO(out))] == [
+        ("acme", "section", "0.10"), ("acme", "section", "0.48"), ("acme", "total", "0.29"),
+        ("beta", "section", "1.56"), ("beta", "total", "1.56")]
+    code, _out, err = run(priced, capsys, "account", "summaries", "--period", "2999-01")
+    assert code == 1 and "409 period_not_started" in err
+    code, _out, err = run(priced, capsys, "account", "summaries", "--period", "2026-13")
+    assert code == 1 and "400 bad_request" in err
 
 
 def test_account_credit_charge_reverse_and_lines(priced: Api,

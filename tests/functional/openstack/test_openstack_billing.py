@@ -158,6 +158,26 @@ def test_account_statement(billed: KeystoneCloud) -> None:
     assert "None" not in done.stdout and rows[-1]["amount"] == "-1.50", done.stdout
 
 
+def test_account_summary_list(billed: KeystoneCloud) -> None:
+    done = openstack(billed, "sim-auditor", "account", "summary", "list", "--period", MONTH,
+                     "-f", "json")
+    assert done.returncode == 0, done.stderr
+    # The write tests may add accounts of their own first (each worker's order).
+    (row,) = [row for row in json.loads(done.stdout) if row["account_id"] == "acme"]
+    done = openstack(billed, "sim-auditor", "account", "statement", "acme", "--period",
+                     MONTH, "-f", "json")
+    (totals,) = json.loads(done.stdout)["totals"]
+    assert (row["status"], row["currency"], row["subtotal"], row["discount"],
+            row["shortfall"], row["manual_total"], row["total"], row["projects"]) == (
+        "closed", "EUR", totals["subtotal"], totals["discount"]["amount"],
+        totals["commitment"]["shortfall"], "-1.50", totals["total"],
+        f"sim/{billed.member_project}")
+    done = openstack(billed, "sim-admin", "account", "summary", "list", "--period", MONTH)
+    assert done.returncode == 0 and "| acme " in done.stdout and "None" not in done.stdout
+    done = openstack(billed, "sim-member", "account", "summary", "list", "--period", MONTH)
+    assert done.returncode == 1 and "403 forbidden" in done.stderr
+
+
 def test_account_line_list(billed: KeystoneCloud) -> None:
     done = openstack(billed, "sim-auditor", "account", "line", "list", "acme", "--cloud", "sim",
                      "--period", MONTH, "-f", "json")

@@ -110,6 +110,26 @@ def test_an_account_reader_reads_its_own_account_as_read_does(client: FlaskClien
         "items"]] == ["12.5"]
 
 
+def test_an_account_reader_gets_its_own_account_summary_alone(client: FlaskClient) -> None:
+    url = "/v1/account-summaries?period=2026-10"
+    status, mine = answer(client, url, ACME)
+    assert status == 200, mine
+    everyone = answer(client, url, READ)[1]
+    assert [item["account_id"] for item in everyone["items"]] == ["acme", "beta"]
+    # October is closed: the same summary, to the byte of computed_at
+    assert mine == {"items": everyone["items"][:1], "next_marker": None}
+    assert [x["account_id"] for x in answer(client, url, BETA)[1]["items"]] == ["beta"]
+    text = client.get(url, headers={**ACME, "Accept": "text/csv"}).get_data(as_text=True)
+    assert [line.split(",", 1)[0] for line in text.splitlines()[1:]] == ["acme"] * 3
+    # past its own account, a page is empty (read's marker after acme)
+    after_acme = answer(client, url + "&limit=1", READ)[1]["next_marker"]
+    assert answer(client, f"{url}&marker={after_acme}", ACME) == (
+        200, {"items": [], "next_marker": None})
+    assert answer(client, f"{url}&marker={after_acme}", BETA)[1]["items"] == \
+        everyone["items"][1:]
+    assert refused(client, url, GHOST) == "the token reads account ghost, which does not exist"
+
+
 def test_another_account_is_refused_naming_the_one_the_token_reads(
         client: FlaskClient) -> None:
     for url in ("/v1/accounts/beta", "/v1/accounts/beta/statement?period=2026-10",

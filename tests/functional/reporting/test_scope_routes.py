@@ -83,6 +83,7 @@ DECISIONS: dict[str, list[tuple[str, str]]] = {
     "/v1/sync-runs": [(REFUSED, "/v1/sync-runs")],
     # Accounts group projects: read only (a project reads its own statement).
     "/v1/accounts": [(REFUSED, "/v1/accounts")],
+    "/v1/account-summaries": [(REFUSED, "/v1/account-summaries?period=2026-10")],
     "/v1/periods/<cloud>/<period>/export": [
         (REFUSED, "/v1/periods/c3/2026-10/export?format=json")],
     "/v1/periods/<cloud>/<period>/deliveries": [
