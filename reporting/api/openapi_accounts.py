@@ -89,9 +89,11 @@ SCHEMAS: dict[str, Any] = {
         "required": ["cloud", "project_id", "effective_from"],
         "properties": {"cloud": {"type": "string"}, "project_id": {"type": "string"},
                        "effective_from": INSTANT}},
-    # the project's tier lines ("tiers") on the section starting at the period's start only
+    # the project's tier lines ("tiers") on the section starting at the period's start
+    # only; "number", its closed statement's, on a section of a closed period only
     "AccountSection": {**_all(_SECTION), "properties": {
-        **_SECTION, "tiers": {"type": "array", "items": ref("TierLine")}}},
+        **_SECTION, "tiers": {"type": "array", "items": ref("TierLine")},
+        "number": _NUMBER}},
     # not_billable: only when the period of some cloud of its members is not billable
     "AccountStatement": {**_all(_STATEMENT), "properties": {
         **_STATEMENT, "not_billable": _NOT_BILLABLE}},
@@ -104,7 +106,7 @@ SCHEMAS: dict[str, Any] = {
                        "discount": ref("AppliedDiscount"),
                        "manual_total": _DECIMAL,
                        "commitment": ref("AppliedCommitment")}},
-    # a section's number: only where the section carries its closed statement's
+    # a section's number: only on a section of a closed period
     "AccountSummarySection": {**_all(_SUMMARY_SECTION), "properties": {
         **_SUMMARY_SECTION, "number": _NUMBER}},
     "AccountSummary": {**_all(_SUMMARY), "properties": {

@@ -88,6 +88,7 @@ class _Project:
     tiers: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     # the lines already rendered, for a section of the whole period only (no clipping)
     whole: list[dict[str, Any]] | None = None
+    number: int | None = None  # the closed statement's number in its cloud
 
 
 def _project(session: Session, cloud: str, project_id: str, period: str,
@@ -109,7 +110,7 @@ def _project(session: Session, cloud: str, project_id: str, period: str,
         lines = [] if legacy is not None else frozen.lines(session, row,
                                                            places=record.minor_units)
         return _Project(record, envelope["currency"], record.minor_units, lines, legacy,
-                        envelope["adjustments"], envelope.get("tiers", []))
+                        envelope["adjustments"], envelope.get("tiers", []), number=row.number)
     currency = project_statements.currency(versions, end)
     places = currencies.places(currency)
     found = adjustments.pending(session, cloud, period, closed, versions, now, project_id)
@@ -165,6 +166,8 @@ def section(stretch: accounts.Stretch, period: str, project: _Project) -> dict[s
         "membership": stretch.number,
         "from": format_timestamp(stretch.start), "to": format_timestamp(stretch.end),
         "status": "closed" if project.closed is not None else "open",
+        # which closed statement the section is cut from, for the invoicing system
+        **({"number": project.number} if project.number is not None else {}),
         "currency": project.currency, "places": places,
         "lines": rendered, **({"tiers": tier_lines} if tier_lines else {}),
         "adjustments": booked,

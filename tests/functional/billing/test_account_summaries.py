@@ -129,6 +129,15 @@ def test_each_summary_is_its_account_statement_without_lines(
     assert [s["status"] for x in closed for s in x["sections"]] == ["closed"] * 3
     assert [x["totals"] for x in closed] == [acme["totals"], beta["totals"], gamma["totals"]]
     _assert_statements_agree(client, closed)
+    # each closed section names the closed statement it is cut from (p1's in both), in
+    # the statement as the API describes it
+    url = "/v1/accounts/beta/statement?period=2026-10"
+    assert_contract(app, "GET", url, client.get(url, headers=READ))
+    numbers = {x["project_id"]: x["number"] for x in client.get(
+        "/v1/statements?cloud=c1&period=2026-10", headers=READ).get_json()["items"]}
+    assert numbers["p1"] != numbers["p2"]
+    assert [(s["project_id"], s["number"]) for x in closed for s in x["sections"]] == [
+        ("p1", numbers["p1"]), ("p2", numbers["p2"]), ("p1", numbers["p1"])]
 
 
 def test_a_month_not_billable_on_a_cloud_is_named_as_the_statement_names_it(
