@@ -183,7 +183,25 @@ class HandOff:
                                         format="csv").content)
         print(f"  exported {len(numbers)} numbered statements ({numbers[0]}..{numbers[-1]}) "
               f"to {csv_path}")
-        return self._webhook(numbers) and account_ok
+        summaries_ok = self._account_summaries(period, account, totals, set(numbers))
+        return self._webhook(numbers) and account_ok and summaries_ok
+
+    def _account_summaries(self, period: str, account: str, totals: dict[str, Any],
+                           numbers: set[int]) -> bool:
+        """Every account's summary of the closed month: the handed-off account's totals
+        are its statement's, and each of its sections cut from a closed statement (a
+        member without usage has none) names an exported one."""
+        items = self._send("GET", "/v1/account-summaries", period=period).json()["items"]
+        mine = next((item for item in items if item["account_id"] == account), None)
+        named = [s["number"] for s in ([] if mine is None else mine["sections"])
+                 if "number" in s]
+        ok = mine is not None and mine["totals"] == [totals] and mine["status"] == "closed" \
+            and bool(named) and set(named) <= numbers
+        print(f"  account summaries: {len(items)} account(s); {account}'s total "
+              f"{totals['total']} {totals['currency']} is its statement's, its "
+              f"{len(named)} section(s) with a closed statement name exported statements "
+              f"({'yes' if ok else 'NO'})")
+        return ok
 
     def _members(self, account: str) -> set[str]:
         shown = self._send("GET", f"/v1/accounts/{account}").json()

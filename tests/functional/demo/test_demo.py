@@ -33,6 +33,7 @@ def test_demo_on_embedded_defaults(tmp_path: Path) -> None:
     assert "minimum commitment " in result.stdout and "(shortfall " in result.stdout
     assert "discount 10 % -" in result.stdout
     assert "(as computed by hand)" in result.stdout
+    assert "with a closed statement name exported statements (yes)" in result.stdout
     assert HANDED_OFF in result.stdout, result.stdout
     exported = (tmp_path / "demo" / "statements-sim-2026-11.csv").read_text()
     assert exported.splitlines()[0].startswith("number,project_id,currency,record")
