@@ -182,6 +182,15 @@ def decode_marker(tag: str, shape: Sequence[KeyPart], marker: str) -> tuple[KeyV
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
 
+def after_id(tag: str, args: Mapping[str, str]) -> str | None:
+    """The id a page of a list keyed by one text id starts after (``marker``), or None
+    for the first page."""
+    if "marker" not in args:
+        return None
+    (decoded,) = decode_marker(tag, ["str"], args["marker"])
+    return str(decoded)
+
+
 def storable_text(value: str) -> bool:
     """False for text no database row can hold (NUL, unpaired surrogates): such a
     filter, path or marker can match nothing, and PostgreSQL would refuse the query."""

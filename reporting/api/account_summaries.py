@@ -72,10 +72,7 @@ def get_account_summaries() -> Response:
     params.only(args, _PARAMS)
     period = period_name(args.get("period"))
     limit = pagination.parse_limit(args)
-    after = None
-    if "marker" in args:
-        (decoded,) = pagination.decode_marker(_TAG, ["str"], args["marker"])
-        after = str(decoded)
+    after = pagination.after_id(_TAG, args)
     now = utcnow()
     require_started(period, now)
     items, more = account_summaries.page(db_session(), period, now, after, limit,

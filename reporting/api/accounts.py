@@ -115,10 +115,7 @@ def post_account() -> Any:
 def get_accounts() -> Any:
     params.only(request.args, frozenset({"limit", "marker"}))
     limit = pagination.parse_limit(request.args)
-    after = None
-    if "marker" in request.args:
-        (decoded,) = pagination.decode_marker(_TAG, ["str"], request.args["marker"])
-        after = str(decoded)
+    after = pagination.after_id(_TAG, request.args)
     own = visible_account()
     if own is None:
         rows = accounts.listed(db_session(), after, limit + 1)
