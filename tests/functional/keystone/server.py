@@ -111,6 +111,12 @@ class KeystoneServer:
             # SQLite takes one writer at a time: a write waits for the lock (timeout)
             # rather than failing at once with "database is locked".
             f"connection = sqlite:///{self.workdir / 'keystone.sqlite'}?timeout=60\n"
+            "[identity]\n"
+            # bcrypt at its least cost (2^4 rounds, keystone's default 2^12): a 60 s
+            # token is renewed at every use, each renewal a password check, and those
+            # checks were most of the CPU of every keystone of a run; what a hash costs
+            # is not what these tests test.
+            "password_hash_rounds = 4\n"
             "[token]\n"
             "provider = fernet\n"
             f"expiration = {TOKEN_EXPIRATION_S}\n"

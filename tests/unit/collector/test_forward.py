@@ -243,13 +243,18 @@ def test_the_loop_backs_off_and_keeps_requeueing(
     try:
         for item in buffer.parked.items():
             buffer.parked.mark_requeue(item)
-        deadline = time.monotonic() + 120  # only a guard against a hang
-        while buffer.depth() < 2 and time.monotonic() < deadline:
+        def failures() -> float:
+            return sample_value(metrics, "tally_collector_parked_forward_failures_total",
+                                {"reason": "server_error"})
+
+        # The requeue may come before the attempt, whose failure the thread counts
+        # after the API answered: wait for both (the deadline only guards a hang).
+        deadline = time.monotonic() + 120
+        while (buffer.depth() < 2 or failures() < 1) and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert buffer.depth() == 2  # requeued during the 30 s pause
+        assert buffer.depth() == 2  # requeued, and during the 30 s pause
         assert len(api.requests) == 1  # one attempt, then the pause
-        assert sample_value(metrics, "tally_collector_parked_forward_failures_total",
-                            {"reason": "server_error"}) == 1
+        assert failures() == 1
     finally:
         stop.set()
         thread.join(10)
