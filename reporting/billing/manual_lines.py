@@ -34,6 +34,9 @@ from reporting.db.billing_models import BillingPeriod
 
 KINDS = ("credit", "charge")
 REASON_LIMIT = 1000
+# Line numbers are a 32-bit column: a larger number names no line (and SQLite's driver
+# cannot even bind one past 64 bits).
+LINE_MAX = 2**31 - 1
 # An amount on the wire: a positive decimal string; its decimals are checked against
 # the currency's minor unit once the period's currency is known.
 _AMOUNT = re.compile(r"^[0-9]{1,18}(\.[0-9]{1,18})?\Z")
@@ -232,8 +235,9 @@ def _reverse(session: Session, account: str, document: dict[str, Any], who: str,
     _only(document, _REVERSAL_MEMBERS, "a reversal (its kind, amount, cloud and project are "
           "those of the line it reverses)")
     number = document["reverses"]
-    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-        raise LineError(f"reverses must be a line number (a positive integer, got {number!r})")
+    if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= LINE_MAX:
+        raise LineError(f"reverses must be a line number (an integer from 1 to {LINE_MAX}, "
+                        f"got {number!r})")
     reason = _text(document, "reason", REASON_LIMIT)
     original = session.get(AccountLine, (account, number))
     if original is None:

@@ -223,6 +223,10 @@ def test_refusals_store_nothing(client: FlaskClient,
         ("acme", _line("credit", "1.00", "r", project_id="p-free"), 409, "not_a_member"),
         ("acme", {"reverses": 7, "reason": "r"}, 409, "unknown_line"),
         ("acme", {"reverses": "1", "reason": "r"}, 400, "invalid_line"),
+        # Past the line numbers' 32-bit column, and past 64 bits (SQLite's driver
+        # cannot bind that: once a 500).
+        ("acme", {"reverses": 2**31, "reason": "r"}, 400, "invalid_line"),
+        ("acme", {"reverses": 29819206801143402496, "reason": "r"}, 400, "invalid_line"),
         ("acme", {"reverses": 1, "reason": "r", "amount": "1.00"}, 400, "invalid_line"),
     ]
     for account, document, status, code in cases:
