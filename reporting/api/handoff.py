@@ -118,7 +118,8 @@ def redeliver(cloud: str, period: str, delivery_id: str) -> Response:
     ``[handoff] max_attempts``; 409 while a worker is posting it."""
     cloud, period = cloud_path(cloud), period_name(period)
     session = db_session()
-    row = session.get(WebhookDelivery, int(delivery_id)) if delivery_id.isdigit() else None
+    number = _delivery_number(delivery_id)
+    row = session.get(WebhookDelivery, number) if number is not None else None
     if row is None or (row.cloud, row.period) != (cloud, period):
         raise ApiError(404, "not_found",
                        f"period {period} of {cloud} has no delivery {delivery_id!r}")
@@ -128,6 +129,15 @@ def redeliver(cloud: str, period: str, delivery_id: str) -> Response:
                        f"delivery {row.id} is being posted now; ask again once the "
                        "attempt is recorded")
     return _one(session, row.id)
+
+
+def _delivery_number(text: str) -> int | None:
+    """The delivery id ``text`` names, or None: ASCII digits only (``str.isdigit`` takes
+    ``²``, which ``int`` refuses) and within the BIGINT column (SQLite cannot bind more)."""
+    if not (text.isascii() and text.isdigit()):
+        return None
+    number = int(text)
+    return number if number <= 2**63 - 1 else None
 
 
 def _one(session: Any, delivery_id: int) -> Response:

@@ -33,7 +33,7 @@ def parse_bind(value: str) -> tuple[str, int]:
             port_text = str(DEFAULT_PORT)
     if not host or any(char.isspace() or char in ";,/" for char in host):
         raise ConfigError(f"{where} is not HOST:PORT ({EXAMPLES})")
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+    if not (port_text.isascii() and port_text.isdigit()) or not 0 <= int(port_text) <= 65535:
         raise ConfigError(f"{where}: the port must be a number from 0 to 65535 ({EXAMPLES})")
     return host, int(port_text)
 

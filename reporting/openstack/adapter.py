@@ -128,7 +128,7 @@ def document_maximum(body: Any) -> tuple[int, int] | None:
         if not text:
             continue
         parts = str(text).split(".")
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
             raise VersionDocumentUnreadable(f"the document names version {text!r}")
         found = (int(parts[0]), int(parts[1]))
         highest = found if highest is None else max(highest, found)

@@ -431,7 +431,7 @@ def _register_discounts(verbs: Any, common: argparse.ArgumentParser) -> None:
 
 
 def positive_line(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"a line number is a positive integer (got {text!r})")
     return int(text)
 

@@ -498,8 +498,10 @@ def test_redeliver_starts_a_new_round(make_conf: ConfFactory, db_url: str) -> No
             assert client.post(url, headers=ADMIN).status_code == 409
             assert client.post(f"/v1/periods/c1/2026-09/deliveries/{row.id}/redeliver",
                                headers=ADMIN).status_code == 404
-            assert client.post("/v1/periods/c1/2026-10/deliveries/x1/redeliver",
-                               headers=ADMIN).status_code == 404
+            # Not a delivery id: letters, a digit Python's int() refuses, past 64 bits.
+            for bad in ("x1", "\u00b2", "9" * 20):
+                assert client.post(f"/v1/periods/c1/2026-10/deliveries/{bad}/redeliver",
+                                   headers=ADMIN).status_code == 404, bad
             assert client.post(url, headers=READ).status_code == 403
         finally:
             app.extensions[ENGINE_KEY].dispose()

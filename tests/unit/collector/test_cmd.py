@@ -70,8 +70,9 @@ def test_batch_size_above_the_api_limit(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_bad_metrics_bind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, line = _run(capsys, ["--config-file", _config(tmp_path, metrics_bind="nowhere")])
-    assert code != 0 and "metrics_bind" in line
+    for bad in ("nowhere", "127.0.0.1:\u00b2"):
+        code, line = _run(capsys, ["--config-file", _config(tmp_path, metrics_bind=bad)])
+        assert code != 0 and "metrics_bind" in line, bad
 
 
 def test_unreadable_token_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

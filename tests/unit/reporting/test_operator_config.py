@@ -201,7 +201,8 @@ def test_bind_values_parse(value: str, parsed: tuple[str, int]) -> None:
 
 
 @pytest.mark.parametrize("value", ["127.0.0.1;18790", "127.0.0.1:port", "127.0.0.1:65536",
-                                   "::1:8779", ":8779", "[::1", "", "127.0.0.1:-1"])
+                                   "::1:8779", ":8779", "[::1", "", "127.0.0.1:-1",
+                                   "127.0.0.1:\u00b2"])
 def test_bad_bind_values_name_the_option(value: str) -> None:
     with pytest.raises(ConfigError, match=r"^\[api\] bind "):
         parse_bind(value)

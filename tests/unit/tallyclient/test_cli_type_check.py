@@ -4,9 +4,12 @@ of a call it never asked for."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 import requests_mock as rm
 
+from tallyclient.cli.billing import positive_line
 from tallyclient.cli.main import main
 
 URL = "http://tally.test:8779"
@@ -31,3 +34,11 @@ def test_a_typo_is_still_refused_for_a_role_that_may_list_types(
         {"resource_type": "volume"}], "next": None})
     assert main(["--url", URL, "--token", "t", "inventory", "--type", "volumes"]) == 2
     assert "'volumes' is not a resource type" in capsys.readouterr().err
+
+
+def test_a_line_number_is_ascii_digits() -> None:
+    """``str.isdigit`` accepts ``²``, which ``int`` refuses: that was a traceback."""
+    assert positive_line("12") == 12
+    for bad in ("0", "x", "\u00b2", "-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            positive_line(bad)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reporting.openstack.adapter import OpenStackAdapter, document_maximum
+from reporting.openstack.adapter import (OpenStackAdapter, VersionDocumentUnreadable,
+                                         document_maximum)
 from reporting.sync.observation import ObserveRequest, RunAborted
 from tests.unit.sync.openstack.conftest import (
     NOVA,
@@ -143,3 +144,6 @@ def test_document_maximum_reads_both_shapes() -> None:
     assert document_maximum({"versions": [{"id": "v2.0", "version": ""},
                                            {"id": "v2.1", "version": "2.90"}]}) == (2, 90)
     assert document_maximum({"version": {"id": "v2.0", "version": ""}}) is None
+    # Digits Python's int() refuses are no version (once an uncaught ValueError).
+    with pytest.raises(VersionDocumentUnreadable):
+        document_maximum({"version": {"id": "v2.1", "version": "2.\u00b9"}})
