@@ -401,8 +401,11 @@ def test_tier_lines_summed_set_based_are_the_pure_ratings(pg_migrated_database: 
     start, end = periods.parse("2026-10")
     priced: list[int] = []
 
+    # derandomize: the same drawn examples every run, so the check below that some had
+    # a tier line (what the comparison is for) cannot fail on an unlucky seed (once in a
+    # full run, 2026-12-06); the random histories of the other tests keep exploring.
     @given(history=histories(), data=st.data())
-    @settings(max_examples=40, deadline=None, database=None,
+    @settings(max_examples=40, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     def run(history: list[dict[str, Any]], data: st.DataObject) -> None:
         volume = _tiers(data, "volume", [30, 300, 3000, 30000], ["0.00010", "0.00004", "0"])
