@@ -1,5 +1,5 @@
-"""The ``openstack tally`` billing reads (account, period, delivery), run as the real
-``openstack`` command against a running tally-reporting: an account holding the member
+"""The ``openstack tally`` billing reads (account, period, delivery), run through the
+real ``openstack`` command's entry point (osc.py) against a running tally-reporting: an account holding the member
 project, a credit booked on it, then November closed; and the admin writes, each
 stored object read back through the API."""
 

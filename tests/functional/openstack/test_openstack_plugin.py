@@ -1,47 +1,47 @@
-"""The ``openstack tally ...`` plugin, run as the real ``openstack`` command against
-the simulated cloud (Tally found in its catalog) and a running tally-reporting."""
+"""The ``openstack tally ...`` plugin, run through the real ``openstack`` command's entry
+point (osc.py: in this process; the installed command itself in the formats test)
+against the simulated cloud (Tally found in its catalog) and a running
+tally-reporting."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
+from tests.functional.openstack import osc
 from tests.functional.openstack.cloud import KeystoneCloud
+from tests.functional.openstack.osc import Finished
 
-OPENSTACK = str(Path(sys.executable).parent / "openstack")
 PERIOD = ["--from", "2026-11-01T00:00:00Z", "--to", "2026-11-01T01:00:00Z"]
 
 
 def openstack(cloud: KeystoneCloud, entry: str, *argv: str,
-              clouds: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OS_")}
-    env["OS_CLIENT_CONFIG_FILE"] = str(clouds or cloud.clouds)
-    return subprocess.run([OPENSTACK, "--os-cloud", entry, "tally", *argv], env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+              clouds: Path | None = None) -> Finished:
+    """``openstack --os-cloud ENTRY tally ARGV`` run in this process (osc.py)."""
+    return osc.openstack(clouds or cloud.clouds, entry, *argv)
 
 
 def test_resource_list_in_every_format(sqlite_cloud: KeystoneCloud) -> None:
-    done = openstack(sqlite_cloud, "sim-admin", "resource", "list", "-f", "json")
+    """The installed ``openstack`` command (a process of its own) finds the plugin."""
+    clouds = sqlite_cloud.clouds
+    done = osc.openstack_process(clouds, "sim-admin", "resource", "list", "-f", "json")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     assert [row["resource_id"] for row in rows] == ["vm-1", "vm-2"]
     assert rows[0]["size"] == {"vcpus": 1, "ram_gb": 2, "disk_gb": 20, "flavor": "m1.small"}
-    done = openstack(sqlite_cloud, "sim-member", "resource", "list", "-f", "value",
-                     "-c", "resource_id", "-c", "project_id")
+    done = osc.openstack_process(clouds, "sim-member", "resource", "list", "-f", "value",
+                                 "-c", "resource_id", "-c", "project_id")
     assert (done.returncode, done.stdout.split()) == (
         0, ["vm-1", sqlite_cloud.member_project])
-    done = openstack(sqlite_cloud, "sim-auditor", "resource", "list", "-f", "csv")
+    done = osc.openstack_process(clouds, "sim-auditor", "resource", "list", "-f", "csv")
     assert done.returncode == 0, done.stderr
     table = list(csv.DictReader(io.StringIO(done.stdout)))
     assert [row["resource_id"] for row in table] == ["vm-1", "vm-2"]
-    done = openstack(sqlite_cloud, "sim-member", "resource", "list")  # -f table
+    done = osc.openstack_process(clouds, "sim-member", "resource", "list")  # -f table
     assert done.returncode == 0 and "| vm-1 " in done.stdout and "vm-2" not in done.stdout
 
 
