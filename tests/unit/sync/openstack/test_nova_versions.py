@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from reporting.openstack.adapter import (OpenStackAdapter, VersionDocumentUnreadable,
-                                         document_maximum)
+from reporting.openstack.adapter import (
+    OpenStackAdapter,
+    VersionDocumentUnreadable,
+    document_maximum,
+)
 from reporting.sync.observation import ObserveRequest, RunAborted
 from tests.unit.sync.openstack.conftest import (
     NOVA,
