@@ -31,6 +31,7 @@ from oslo_config import cfg
 from werkzeug.serving import make_server
 
 from mapping.event import format_timestamp
+from simcloud.config import STOCK_EXCHANGES
 from simcloud.demo_handoff import ACCOUNTS_BY_DOMAIN, HandOff, InvoicingReceiver
 from tally_common.library_notices import quiet_library_notices
 from tally_common.logs import command_line_logging
@@ -174,7 +175,8 @@ class Demo:
             # transport is built: give it the way an operator would, in a file.
             path = self.workdir / "collector.conf"
             path.write_text(f"[DEFAULT]\ntransport_url = {self.args.transport_url}\n"
-                            f"[collector]\npool = tally-demo-{self.args.cloud}\n")
+                            f"[collector]\npool = tally-demo-{self.args.cloud}\n"
+                            f"exchanges = {','.join(self.exchanges().values())}\n")
             files = [str(path)]
         conf([], project="tally", prog="tally-demo", default_config_files=files)
         overrides = {"cloud": self.args.cloud, "buffer_dir": str(self.workdir / "buffer"),
@@ -188,6 +190,16 @@ class Demo:
         self.collector = Collector(conf, transport=self._transport)
         self.collector.start()
 
+    def exchanges(self) -> dict[str, str]:
+        """On a real broker the cloud publishes on exchanges of its own (as services
+        with their own control_exchange would) and the collector listens there: on the
+        stock ones (nova, cinder...) a demo would feed every other collector on the
+        broker, a deployment's or another demo's, and take theirs. None in-process."""
+        if self.args.transport_url is None:
+            return {}
+        return {service: f"tally-demo-{self.args.cloud}-{service}"
+                for service in STOCK_EXCHANGES}
+
     def start_simcloud(self) -> None:
         from simcloud.config import WorldConfig
         from simcloud.server import SimCloudServer
@@ -197,7 +209,8 @@ class Demo:
             days=max(1, int(-(-self.args.hours // 24))),
             daily_turnover=self.args.turnover, daily_operations=self.args.operations,
             loss=self.args.loss, duplicate=self.args.duplicate, reorder=True,
-            transport=self._transport, transport_url=self.args.transport_url)
+            transport=self._transport, transport_url=self.args.transport_url,
+            exchanges=self.exchanges())
         self.sim = SimCloudServer(config)
         self.sim.start()
         self.sim.write_clouds_yaml(self.workdir / "clouds.yaml")
@@ -306,6 +319,8 @@ class Demo:
               f"{args.hours:g} virtual hours, sync every {args.sync_every_min:g} min")
         print(f"  transport {args.transport_url or 'fake:// (in-process)'}; "
               f"database {self.database_url()}")
+        if self.exchanges():
+            print(f"  exchanges tally-demo-{args.cloud}-{{{','.join(self.exchanges())}}}")
         n = self.notes
         print(f"  notifications: {n['generated']} published by the cloud, {n['lost']} lost, "
               f"{n['duplicated']} duplicated, {n['sent']} reached the bus")
