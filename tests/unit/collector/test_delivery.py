@@ -26,6 +26,7 @@ from collector.buffer import EventBuffer
 from collector.delivery import Delivery
 from collector.delivery_config import DeliveryConfig
 from collector.metrics import CollectorMetrics
+from collector.next_batch import NextBatch
 from tests.unit.collector.conftest import sample_value
 
 URL = "http://reporting.test:8779/v1/events"
@@ -61,6 +62,23 @@ def _delivery(buffer: EventBuffer, metrics: CollectorMetrics,
               backlog: BacklogSignal | None = None, **kwargs: Any) -> Delivery:
     return Delivery(DeliveryConfig(URL, "secret-token", **kwargs), buffer, metrics, backlog,
                     jitter=lambda a, b: b)
+
+
+class _StoppedClocks:
+    """A monotonic and a wall clock that stand still until advanced."""
+
+    def __init__(self) -> None:
+        self._monotonic, self._wall = time.monotonic(), time.time()
+
+    def monotonic(self) -> float:
+        return self._monotonic
+
+    def wall(self) -> float:
+        return self._wall
+
+    def advance(self, seconds: float) -> None:
+        self._monotonic += seconds
+        self._wall += seconds
 
 
 class _Backlog(BacklogSignal):
@@ -560,9 +578,14 @@ def test_a_partial_batch_goes_out_once_its_oldest_event_has_lingered(
     requests_mock.post(URL, json=_answer())
     delivery = _delivery(buffer, metrics, batch_size=4, linger=0.05, idle_poll=5.0)
     buffer.append([_event(1)])
+    # The batch's clocks stand still from here (a loaded machine once spent the whole
+    # 50 ms linger between these lines), then move past the linger.
+    clocks = _StoppedClocks()
+    delivery.next_batch = NextBatch(delivery.config, buffer, clock=clocks.monotonic,
+                                    wall_clock=clocks.wall)
     assert delivery.deliver_once() == 0
     assert 0 < delivery.next_batch.idle_wait() <= 0.05  # wakes when it is due, not at idle_poll
-    threading.Event().wait(0.08)
+    clocks.advance(0.08)
     assert delivery.deliver_once() == 1
     assert buffer.depth() == 0
 
@@ -614,13 +637,15 @@ def test_a_partial_batch_goes_when_the_backlog_is_overdue_not_after_the_linger(
     """A backlog that ended on a full listener batch: the rest waits only until the
     next full batch is overdue, and the run loop wakes then."""
     requests_mock.post(URL, json=_answer())
-    backlog = _Backlog(time.monotonic() + 0.05)
+    # The next full batch is expected 5 s from now (a window no loaded machine
+    # outlasts between these lines; 50 ms once did), then made overdue by hand.
+    backlog = _Backlog(time.monotonic() + 5.0)
     delivery = _delivery(buffer, metrics, batch_size=4, linger=30.0, idle_poll=30.0,
                          backlog=backlog)
     buffer.append([_event(1)])
     assert delivery.deliver_once() == 0
-    assert 0 < delivery.next_batch.idle_wait() <= 0.05  # not the linger's 30 s, not idle_poll
-    threading.Event().wait(0.06)
+    assert 0 < delivery.next_batch.idle_wait() <= 5.0  # not the linger's 30 s, not idle_poll
+    backlog.until = time.monotonic() - 0.001
     assert delivery.deliver_once() == 1
     assert buffer.depth() == 0
 
