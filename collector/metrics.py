@@ -16,6 +16,7 @@ import prometheus_client
 from oslo_config import cfg
 
 from collector.errors import ConfigurationError
+from tally_common.digits import ascii_digits
 
 LOG = logging.getLogger(__name__)
 
@@ -151,7 +152,7 @@ def parse_bind(value: str) -> tuple[str, int] | None:
         return None
     host, sep, port = value.rpartition(":")
     host = host.strip("[]")
-    if not sep or not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
+    if not sep or not host or not ascii_digits(port) or int(port) > 65535:
         raise ConfigurationError(
             f"[collector] metrics_bind {value!r} is not HOST:PORT (e.g. 127.0.0.1:9780)")
     return host, int(port)

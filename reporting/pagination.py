@@ -26,6 +26,7 @@ from typing import Any, Literal, TypeVar
 
 from mapping.event import TimestampError, format_timestamp, parse_timestamp
 from reporting.api.errors import ApiError
+from reporting.db.base import BIGINT_MAX, BIGINT_MIN
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -178,10 +179,6 @@ def decode_marker(tag: str, shape: Sequence[KeyPart], marker: str) -> tuple[KeyV
     return tuple(values)
 
 
-# Sort keys the database can hold: BIGINT integers, text without NUL or lone surrogates.
-_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
-
-
 def after_id(tag: str, args: Mapping[str, str]) -> str | None:
     """The id a page of a list keyed by one text id starts after (``marker``), or None
     for the first page."""
@@ -214,7 +211,7 @@ def _decode_part(kind: KeyPart, value: Any, invalid: ApiError) -> KeyValue:
         # bool is an int subclass; a marker never holds one.
         if not isinstance(value, int) or isinstance(value, bool):
             raise invalid
-        if not _INT_MIN <= value <= _INT_MAX:
+        if not BIGINT_MIN <= value <= BIGINT_MAX:
             raise invalid
         return value
     if not isinstance(value, str):

@@ -34,10 +34,12 @@ from reporting.api.statements import LINE_FIELDS, NUMERIC_FIELDS, cell, neutrali
 from reporting.billing import delivery, handoff
 from reporting.billing.delivery import Deliverer, settings
 from reporting.clock import utcnow
+from reporting.db.base import BIGINT_MAX
 from reporting.db.billing_models import BillingPeriod
 from reporting.db.handoff_models import WebhookAttempt, WebhookDelivery
 from reporting.db.session import SESSIONMAKER_KEY, app_sessionmaker, db_session
 from reporting.queries import params
+from tally_common.digits import ascii_digits
 
 bp = Blueprint("handoff", __name__)
 
@@ -132,12 +134,12 @@ def redeliver(cloud: str, period: str, delivery_id: str) -> Response:
 
 
 def _delivery_number(text: str) -> int | None:
-    """The delivery id ``text`` names, or None: ASCII digits only (``str.isdigit`` takes
-    ``²``, which ``int`` refuses) and within the BIGINT column (SQLite cannot bind more)."""
-    if not (text.isascii() and text.isdigit()):
+    """The delivery id ``text`` names, or None: ASCII digits within the BIGINT column
+    (SQLite cannot bind more)."""
+    if not ascii_digits(text):
         return None
     number = int(text)
-    return number if number <= 2**63 - 1 else None
+    return number if number <= BIGINT_MAX else None
 
 
 def _one(session: Any, delivery_id: int) -> Response:

@@ -16,6 +16,7 @@ from reporting.api.openapi_doc import (
     query,
     ref,
 )
+from reporting.billing.manual_lines import LINE_MAX
 
 _DECIMAL = {"type": "string", "pattern": r"^-?[0-9]+(\.[0-9]+)?$"}
 _PERIOD = {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"}
@@ -37,12 +38,12 @@ _MEMBERSHIP = {"account_id": {"type": "string"}, "cloud": {"type": "string"},
 _TOTALS = {"subtotal": _DECIMAL, "adjustments_total": _DECIMAL, "total": _DECIMAL,
            "unrated_lines": {"type": "integer", "minimum": 0}}
 _OPTIONAL_TEXT = {"type": ["string", "null"]}
-_NUMBER = {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}
+_NUMBER = {"type": "integer", "minimum": 1, "maximum": LINE_MAX}
 # A credit or charge as a statement shows it: ``amount`` signed (a credit negative).
 _LINE = {"line": _NUMBER, "cloud": {"type": "string"}, "period": _PERIOD,
          "project_id": _OPTIONAL_TEXT, "kind": {"enum": ["credit", "charge"]},
          "amount": _DECIMAL, "currency": {"type": "string"}, "reason": {"type": "string"},
-         "effective_at": INSTANT, "reverses": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**31 - 1},
+         "effective_at": INSTANT, "reverses": {**_NUMBER, "type": ["integer", "null"]},
          "created_at": INSTANT, "created_by": {"type": "string"}}
 _AMOUNT = {"type": "string", "pattern": r"^[0-9]{1,18}(\.[0-9]{1,18})?$"}
 # A percent as answered: 0 to 100, at most two decimals, no trailing zeros.

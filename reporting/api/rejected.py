@@ -14,6 +14,7 @@ from reporting.api.clouds import known_clouds
 from reporting.api.errors import ApiError
 from reporting.api.events import future_clock
 from reporting.api.jsonbody import batch_of, json_object
+from reporting.db.base import BIGINT_MAX, BIGINT_MIN
 from reporting.db.models import RejectedEvent
 from reporting.db.session import app_sessionmaker, db_session
 from reporting.pagination import decode_marker, encode_marker, list_body, parse_limit
@@ -21,8 +22,6 @@ from reporting.pagination import decode_marker, encode_marker, list_body, parse_
 bp = Blueprint("rejected", __name__)
 
 _LIST_TAG = "rejected-events"
-# Row ids are BIGINT; SQLite cannot even bind an integer beyond 64 bits.
-_ID_MIN, _ID_MAX = -(2**63), 2**63 - 1
 _FILTERS = {"cloud", "since", "reason", "replayed", "limit", "marker"}
 # A page of the dead letter holds rows up to this many bytes of items (and at least
 # one row, however large): 1000 rows of 9 MiB must not become one 9 GiB response.
@@ -75,7 +74,7 @@ def list_rejected() -> Any:
         query = query.where(column.is_not(None) if flag == "true" else column.is_(None))
     if "marker" in args:
         (after,) = decode_marker(_LIST_TAG, ("int",), args["marker"])
-        if not isinstance(after, int) or not _ID_MIN - 1 <= after <= _ID_MAX:
+        if not isinstance(after, int) or not BIGINT_MIN - 1 <= after <= BIGINT_MAX:
             raise _bad("marker is not valid for this list")
         query = query.where(RejectedEvent.id > after)
     kept, more = _sized_page(query, limit)
@@ -105,9 +104,9 @@ def _sized_page(query: sa.Select[Any], limit: int) -> tuple[list[RejectedEvent],
 
 def _ids(body: dict[str, Any]) -> list[int]:
     ids = batch_of(body, "ids", limit=MAX_BATCH, what=" of rejected-event ids")
-    if not all(isinstance(i, int) and not isinstance(i, bool) and _ID_MIN <= i <= _ID_MAX
+    if not all(isinstance(i, int) and not isinstance(i, bool) and BIGINT_MIN <= i <= BIGINT_MAX
                for i in ids):
-        raise _bad(f"every id must be an integer between {_ID_MIN} and {_ID_MAX}")
+        raise _bad(f"every id must be an integer between {BIGINT_MIN} and {BIGINT_MAX}")
     return list(dict.fromkeys(ids))  # a repeated id is replayed once
 
 

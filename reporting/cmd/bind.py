@@ -11,6 +11,7 @@ import errno
 import socket
 
 from reporting.cmd import ConfigError
+from tally_common.digits import ascii_digits
 
 DEFAULT_PORT = 8779
 EXAMPLES = "e.g. 127.0.0.1:8779, [::1]:8779 or 0.0.0.0:8779"
@@ -33,7 +34,7 @@ def parse_bind(value: str) -> tuple[str, int]:
             port_text = str(DEFAULT_PORT)
     if not host or any(char.isspace() or char in ";,/" for char in host):
         raise ConfigError(f"{where} is not HOST:PORT ({EXAMPLES})")
-    if not (port_text.isascii() and port_text.isdigit()) or not 0 <= int(port_text) <= 65535:
+    if not ascii_digits(port_text) or not 0 <= int(port_text) <= 65535:
         raise ConfigError(f"{where}: the port must be a number from 0 to 65535 ({EXAMPLES})")
     return host, int(port_text)
 

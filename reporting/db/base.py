@@ -24,6 +24,8 @@ NAMING_CONVENTION = {
 # BIGINT on PostgreSQL, but INTEGER on SQLite so the column is a rowid alias and
 # autoincrements.
 BigIntId = BigInteger().with_variant(Integer(), "sqlite")
+# What a BIGINT (and SQLite's integer) holds: SQLite's driver cannot even bind more.
+BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
 
 
 class Base(DeclarativeBase):

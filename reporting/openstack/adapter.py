@@ -51,6 +51,7 @@ from reporting.sync.observation import (
     RunAborted,
     SizeNameEntry,
 )
+from tally_common.digits import ascii_digits
 
 LOG = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ def document_maximum(body: Any) -> tuple[int, int] | None:
         if not text:
             continue
         parts = str(text).split(".")
-        if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
+        if len(parts) != 2 or not all(ascii_digits(p) for p in parts):
             raise VersionDocumentUnreadable(f"the document names version {text!r}")
         found = (int(parts[0]), int(parts[1]))
         highest = found if highest is None else max(highest, found)
