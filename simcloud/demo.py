@@ -197,8 +197,10 @@ class Demo:
         broker, a deployment's or another demo's, and take theirs. None in-process."""
         if self.args.transport_url is None:
             return {}
-        return {service: f"tally-demo-{self.args.cloud}-{service}"
-                for service in STOCK_EXCHANGES}
+        return {service: self._exchange_prefix() + service for service in STOCK_EXCHANGES}
+
+    def _exchange_prefix(self) -> str:
+        return f"tally-demo-{self.args.cloud}-"
 
     def start_simcloud(self) -> None:
         from simcloud.config import WorldConfig
@@ -319,8 +321,9 @@ class Demo:
               f"{args.hours:g} virtual hours, sync every {args.sync_every_min:g} min")
         print(f"  transport {args.transport_url or 'fake:// (in-process)'}; "
               f"database {self.database_url()}")
-        if self.exchanges():
-            print(f"  exchanges tally-demo-{args.cloud}-{{{','.join(self.exchanges())}}}")
+        exchanges = self.exchanges()
+        if exchanges:
+            print(f"  exchanges {self._exchange_prefix()}{{{','.join(exchanges)}}}")
         n = self.notes
         print(f"  notifications: {n['generated']} published by the cloud, {n['lost']} lost, "
               f"{n['duplicated']} duplicated, {n['sent']} reached the bus")

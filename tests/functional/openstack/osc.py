@@ -34,9 +34,8 @@ Finished = subprocess.CompletedProcess[str]
 
 def openstack_process(clouds: Path, entry: str, *argv: str) -> Finished:
     """The installed ``openstack`` command, as a process of its own."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OS_")}
-    env["OS_CLIENT_CONFIG_FILE"] = str(clouds)
-    return subprocess.run([OPENSTACK, "--os-cloud", entry, "tally", *argv], env=env,
+    return subprocess.run([OPENSTACK, "--os-cloud", entry, "tally", *argv],
+                          env=_command_environment(clouds),
                           capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -67,13 +66,19 @@ def _forget_clients() -> None:
                 attribute._handle = None
 
 
+def _command_environment(clouds: Path) -> dict[str, str]:
+    """The environment the command gets: this one without OS_* but the clouds file."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OS_")}
+    env["OS_CLIENT_CONFIG_FILE"] = str(clouds)
+    return env
+
+
 @contextlib.contextmanager
 def _environment(clouds: Path) -> Iterator[None]:
-    """The environment the command would get: no OS_* variable but the clouds file."""
+    """This process's environment set to the command's for the run."""
     saved = dict(os.environ)
-    for key in [key for key in os.environ if key.startswith("OS_")]:
-        del os.environ[key]
-    os.environ["OS_CLIENT_CONFIG_FILE"] = str(clouds)
+    os.environ.clear()
+    os.environ.update(_command_environment(clouds))
     try:
         yield
     finally:

@@ -637,15 +637,18 @@ def test_a_partial_batch_goes_when_the_backlog_is_overdue_not_after_the_linger(
     """A backlog that ended on a full listener batch: the rest waits only until the
     next full batch is overdue, and the run loop wakes then."""
     requests_mock.post(URL, json=_answer())
-    # The next full batch is expected 5 s from now (a window no loaded machine
-    # outlasts between these lines; 50 ms once did), then made overdue by hand.
-    backlog = _Backlog(time.monotonic() + 5.0)
+    buffer.append([_event(1)])
+    # The batch's clocks stand still from the event's stamp on (a loaded machine
+    # once spent the whole 50 ms between these lines), then move past the expected batch.
+    clocks = _StoppedClocks()
+    backlog = _Backlog(clocks.monotonic() + 0.05)
     delivery = _delivery(buffer, metrics, batch_size=4, linger=30.0, idle_poll=30.0,
                          backlog=backlog)
-    buffer.append([_event(1)])
+    delivery.next_batch = NextBatch(delivery.config, buffer, backlog,
+                                    clock=clocks.monotonic, wall_clock=clocks.wall)
     assert delivery.deliver_once() == 0
-    assert 0 < delivery.next_batch.idle_wait() <= 5.0  # not the linger's 30 s, not idle_poll
-    backlog.until = time.monotonic() - 0.001
+    assert 0 < delivery.next_batch.idle_wait() <= 0.05  # not the linger's 30 s, not idle_poll
+    clocks.advance(0.06)
     assert delivery.deliver_once() == 1
     assert buffer.depth() == 0
 
