@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Literal
 
 from mapping import event as canonical
@@ -76,6 +76,9 @@ class Plan:
     )
     # Rows whose newest event lies past the horizon (reported in the run's log).
     beyond_horizon: int = 0
+    # An incremental run: how many listed resources of the types listed whole it did
+    # not diff (``unchanged_since``); None in a full run.
+    unchanged: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,19 +233,38 @@ class _Planner:
                   _dated(self.ctx, self.ctx.at, row), {"provider": provider})
 
 
+def unchanged_since(observation: Observation, since: dt.datetime,
+                    live: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The resources of the types listed whole in an incremental run that the run
+    does not diff: live in the projection (``live``) and unchanged on the platform
+    since ``since``, the run's lower bound (their last change before it, floored to
+    the second as the bound the services are asked with: a platform that keeps whole
+    seconds truncates).  The runs since their last change diffed them as they are now,
+    as the unchanged resources of the types listed by change; they only count as
+    present, so none of them is deleted for being absent."""
+    floor = since.replace(microsecond=0)
+    return {(o.resource_type, o.resource_id) for o in observation.resources
+            if o.resource_type in observation.enumerated_types
+            and o.last_changed is not None and o.last_changed < floor
+            and (o.resource_type, o.resource_id) in live}
+
+
 def plan_corrections(
     ctx: RunContext,
     observation: Observation,
     rows: Iterable[ProjectionRow],
     held_deleted: set[tuple[str, str]],
     last_seen_alive: Mapping[tuple[str, str], dt.datetime] | None = None,
+    unchanged: Collection[tuple[str, str]] = (),
 ) -> Plan:
     """Diff ``observation`` against the projection.
 
     ``rows`` are the rows not held as deleted (live ones, and rows an update made
     without a create); ``held_deleted`` the keys of rows held as deleted, which the
     diff skips.  ``last_seen_alive`` maps a key to the start of the newest completed
-    run that listed it, recorded in a delete by absence.
+    run that listed it, recorded in a delete by absence.  ``unchanged``
+    (``unchanged_since``) are listed, so present, but not diffed: ``rows`` need not
+    hold them.
     """
     planner = _Planner(ctx)
     by_key = {(row.resource_type, row.resource_id): row for row in rows}
@@ -254,7 +276,7 @@ def plan_corrections(
     for observed in observation.resources:
         key = (observed.resource_type, observed.resource_id)
         named.add(key)
-        if key in held_deleted or key in observation.unknown:
+        if key in held_deleted or key in observation.unknown or key in unchanged:
             continue
         planner.observed(observed, by_key.get(key))
 

@@ -24,7 +24,14 @@ from reporting.ingest import ingest
 from reporting.sync import lock, store
 from reporting.sync.clouds import CloudEntry, build_adapter
 from reporting.sync.observation import Observation, ObserveRequest, RunAborted
-from reporting.sync.plan import ACTION_STAT, Correction, Plan, RunContext, plan_corrections
+from reporting.sync.plan import (
+    ACTION_STAT,
+    Correction,
+    Plan,
+    RunContext,
+    plan_corrections,
+    unchanged_since,
+)
 from reporting.sync.window import deletion_window
 
 LOG = logging.getLogger(__name__)
@@ -88,7 +95,9 @@ def reconcile(conf: cfg.ConfigOpts, factory: sessionmaker[Session], entry: Cloud
     present = future.bound(entry.name)
     ctx = RunContext(run_id, entry.platform, entry.name, at, settle,
                      None if present is None else max(present.latest, at))
-    plan = _plan(factory, ctx, observation, full_bound)
+    plan = _plan(factory, ctx, observation, full_bound, changed_since)
+    if plan.unchanged is not None:
+        stats["unchanged"] = plan.unchanged
     if plan.beyond_horizon:
         LOG.warning("sync of %s: %d resource(s) hold an event dated after %s (the cloud's "
                     "present plus [ingest] max_future_skew_s): not deferred for it, their "
@@ -143,26 +152,36 @@ def _incremental_since(conf: cfg.ConfigOpts, at: dt.datetime, bound: dt.datetime
 
 
 def _plan(factory: sessionmaker[Session], ctx: RunContext, observation: Observation,
-          bound: dt.datetime | None) -> Plan:
+          bound: dt.datetime | None, changed_since: dt.datetime | None) -> Plan:
     # The listing was read first, the projection now (see the absence rule).
     observed = {(o.resource_type, o.resource_id) for o in observation.resources}
     named = observed | observation.unknown | {
         (d.resource_type, d.resource_id) for d in observation.deletions}
+    unchanged: set[tuple[str, str]] = set()
     if observation.changed_types:
-        # Incremental: the rows of what changed, and of the types listed whole.
-        rows = store.projection_rows(factory, ctx.platform, ctx.cloud,
-                                     types=observation.enumerated_types, keys=named)
+        # Incremental: the rows of what changed, and of the types listed whole those
+        # that changed since the bound or were not listed (absent); the others of
+        # those types only count as present (plan.unchanged_since).
+        live = store.live_keys(factory, ctx.platform, ctx.cloud,
+                               observation.enumerated_types)
+        if changed_since is not None:
+            unchanged = unchanged_since(observation, changed_since, live)
+        rows = store.projection_rows(factory, ctx.platform, ctx.cloud, types=(),
+                                     keys=(named - unchanged) | (live - named))
     else:
         rows = store.projection_rows(factory, ctx.platform, ctx.cloud)
     keys = {(row.resource_type, row.resource_id) for row in rows}
-    held = store.held_deleted(factory, ctx.platform, ctx.cloud, observed - keys)
+    held = store.held_deleted(factory, ctx.platform, ctx.cloud, observed - keys - unchanged)
     absent = [
         (row.resource_type, row.resource_id) for row in rows
         if row.live and row.resource_type in observation.enumerated_types
         and (row.resource_type, row.resource_id) not in named
     ]
     seen = store.last_seen(factory, ctx.cloud, absent, bound)
-    return plan_corrections(ctx, observation, rows, held, seen)
+    plan = plan_corrections(ctx, observation, rows, held, seen, unchanged)
+    if observation.changed_types:
+        plan.unchanged = len(unchanged)
+    return plan
 
 
 def _book(factory: sessionmaker[Session], plan: Plan, stats: dict[str, Any], deadline: float,

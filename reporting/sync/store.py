@@ -96,6 +96,21 @@ def projection_rows(factory: sessionmaker[Session], platform: str, cloud: str,
         return list(found.values())
 
 
+def live_keys(factory: sessionmaker[Session], platform: str, cloud: str,
+              types: Iterable[str]) -> set[tuple[str, str]]:
+    """The keys of the live rows of ``types`` (an incremental run's types listed
+    whole): the keys alone, not the rows the diff reads."""
+    r = CurrentResource
+    whole = sorted(set(types))
+    if not whole:
+        return set()
+    with factory() as session:
+        return {(rtype, rid) for rtype, rid in session.execute(
+            sa.select(r.resource_type, r.resource_id).where(
+                r.platform == platform, r.cloud == cloud, r.resource_type.in_(whole),
+                r.live.is_(True)))}
+
+
 def held_deleted(factory: sessionmaker[Session], platform: str, cloud: str,
                  keys: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
     """Of ``keys``, those whose row the projection holds as deleted."""

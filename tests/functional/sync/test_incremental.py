@@ -28,6 +28,7 @@ from tests.functional.sync.conftest import (
     ADMIN,
     START,
     Syncer,
+    collector_create,
     make_conf,
     naive,
     write_clouds_file,
@@ -230,3 +231,48 @@ def test_tally_sync_says_which_kind_ran_and_asks_for_a_full_run(
     assert "incremental" not in lines[0] and "incremental" not in lines[2]
     assert lines[1].endswith("; incremental (changes since 2026-11-01T05:59:00.000000Z)")
     assert syncer.last_run().kind == "full"
+
+
+def _wrong_size(syncer: Syncer, resource_id: str, at: dt.datetime) -> dict[str, Any]:
+    """A notification of a change octavia never made (its ``updated_at`` stays)."""
+    event = collector_create("loadbalancer", resource_id, at,
+                             size={"listeners": 99, "pools": 99})
+    return {**event, "event_id": f"wrong-{resource_id}",
+            "event_type": "octavia.loadbalancer.update.end",
+            "project_id": syncer.rows()[("loadbalancer", resource_id)].project_id}
+
+
+def test_a_listed_whole_resource_unchanged_since_the_bound_is_present_but_not_diffed(
+        syncer: Syncer) -> None:
+    syncer.advance(T1)
+    syncer.sync_ok(T1)
+    since = (T1 - dt.timedelta(minutes=1)).timestamp()  # the bound: T1 less the settle window
+    end = T2.timestamp()
+    balancers = [res for res in syncer.world.world.resources
+                 if res.kind == "loadbalancer" and res.exists_at(end)
+                 and res.exists_at(T1.timestamp())]
+    rows = syncer.rows()
+    unchanged = [res.id for res in balancers
+                 if res.updated_at(end) < since and rows[("loadbalancer", res.id)].live]
+    changed = [res.id for res in balancers
+               if res.updated_at(end) >= since and res.phase_at(end).status == "ACTIVE"]
+    assert unchanged and changed
+    # Both rows made wrong between the runs by a notification of a change octavia never
+    # made; only the one octavia changed since the bound is diffed, and corrected.
+    at = T1 + dt.timedelta(hours=1)
+    syncer.ingest(_wrong_size(syncer, unchanged[0], at), _wrong_size(syncer, changed[0], at))
+    syncer.advance(T2)
+    stats = syncer.sync_ok(T2)["stats"]
+    assert stats["kind"] == "incremental" and stats["enumerated_types"] == ["loadbalancer"]
+    rows = syncer.rows()
+    assert rows[("loadbalancer", unchanged[0])].size == {"listeners": 99, "pools": 99}
+    assert rows[("loadbalancer", changed[0])].size != {"listeners": 99, "pools": 99}
+    assert stats["unchanged"] >= len(unchanged)
+    # Listed, so present: none of them is deleted for being absent.
+    assert all(rows[("loadbalancer", rid)].live for rid in unchanged)
+    # The next full run diffs every one.
+    syncer.advance(T3)
+    full = syncer.sync_ok(T3)
+    assert full["stats"]["kind"] == "full" and "unchanged" not in full["stats"]
+    assert syncer.rows()[("loadbalancer", unchanged[0])].size != {"listeners": 99, "pools": 99}
+    assert_rows_match(syncer, _booked_truth(syncer, T3))

@@ -8,7 +8,7 @@ import pytest
 
 from mapping.event import correction_event_id, parse_timestamp, verb
 from reporting.sync.observation import Observation, ObservedResource, ReportedDeletion
-from reporting.sync.plan import ProjectionRow, RunContext, plan_corrections
+from reporting.sync.plan import ProjectionRow, RunContext, plan_corrections, unchanged_since
 
 AT = dt.datetime(2026, 3, 10, 12, 0, 0)
 OLD = AT - dt.timedelta(hours=3)
@@ -320,3 +320,34 @@ def test_correction_ids_are_deterministic_per_run_resource_and_action():
     other = RunContext(run_id="run-2", platform="openstack", cloud="c1", at=AT, settle=SETTLE)
     assert only(plan_corrections(other, obs(observed()), [], set())).event["event_id"] != \
         first.event["event_id"]
+
+
+# --- an incremental run's resources of the types listed whole -----------------------------
+
+SINCE = dt.datetime(2026, 3, 10, 11, 0, 30, 250000)  # floored: 11:00:30
+
+
+def test_unchanged_since_takes_live_resources_of_whole_types_changed_before_the_bound():
+    listed = obs(
+        observed("lb-old", rtype="loadbalancer", changed=dt.datetime(2026, 3, 10, 11, 0, 29)),
+        # changed in the bound's second: a platform keeping whole seconds may have
+        # truncated a change after the bound, so it is diffed
+        observed("lb-same-second", rtype="loadbalancer", changed=dt.datetime(2026, 3, 10, 11, 0, 30)),
+        observed("lb-new", rtype="loadbalancer", changed=SINCE + dt.timedelta(hours=1)),
+        observed("lb-undated", rtype="loadbalancer", changed=None),
+        observed("lb-not-live", rtype="loadbalancer", changed=OLD),
+        observed("i-listed-by-change", changed=OLD),
+        types=("loadbalancer",))
+    live = {("loadbalancer", rid) for rid in ("lb-old", "lb-same-second", "lb-new",
+                                              "lb-undated")} | {("instance", "i-listed-by-change")}
+    assert unchanged_since(listed, SINCE, live) == {("loadbalancer", "lb-old")}
+
+
+def test_an_unchanged_resource_is_neither_diffed_nor_absent():
+    listed = obs(observed("lb1", rtype="loadbalancer", size={"listeners": 1}),
+                 types=("loadbalancer",))
+    # no row read for it, and a row that differs: either would book a correction
+    for rows in ([], [row("lb1", rtype="loadbalancer", size={"listeners": 9})]):
+        plan = plan_corrections(ctx(), listed, rows, set(), unchanged={("loadbalancer", "lb1")})
+        assert plan.corrections == []
+    assert only(plan_corrections(ctx(), listed, [], set())).action == "create"
