@@ -165,7 +165,8 @@ _SYNC_RUN = {
             "enumerated_types, deletion_window ({since, clamped, deleted_at_poll}: the "
             "instance deletes dated at the poll because the window was clamped), kind, "
             "changed_since and changed_types (an incremental run's lower bound and the "
-            "types it listed by change).",
+            "types it listed by change), and in an incremental run unchanged (the "
+            "resources of the types it listed whole counted present without a diff).",
         },
     },
 }

@@ -11,7 +11,8 @@ def empty_stats() -> dict[str, Any]:
     ``restated``: the creates of ``created`` whose restatement at the poll was stored
     too (a ``sync.update`` beside the ``sync.create``, plan.Correction.restated).
     ``kind``: full, or incremental (``changed_since``: from when the changes were asked
-    for; ``changed_types``: the types listed by change)."""
+    for; ``changed_types``: the types listed by change; an incremental run adds
+    ``unchanged``, the resources of the types listed whole it did not diff)."""
     return {"created": 0, "restated": 0, "updated": 0, "deleted": 0,
             "deferred": {"transition": 0, "recent": 0},
             "errors": [], "error_count": 0, "enumerated_types": [],
