@@ -1,6 +1,7 @@
 """Ingest throughput and the cost of a late event's fold, on PostgreSQL.
 
-1. Starts ``tally-reporting`` (2 gunicorn workers) on a fresh database and posts
+1. Starts ``tally-reporting`` (2 gunicorn workers) on a fresh database (with the
+   partitions of the stream's month, as the service keeps the current month's) and posts
    ``--events`` events of each workload below in batches of 1000 (two clients, one
    per worker).  In the same run, interleaved with the posts, the same rows are
    inserted with a plain ``INSERT ... ON CONFLICT (event_id) DO NOTHING`` from Python
@@ -60,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.reporting_process import running_reporting  # noqa: E402
 from bench.scratch_database import scratch_database  # noqa: E402
 from reporting.clock import utcnow  # noqa: E402
-from reporting.db import migrations  # noqa: E402
+from reporting.db import migrations, partitions  # noqa: E402
 from reporting.db.engine import make_engine, make_sessionmaker  # noqa: E402
 from reporting.ingest import ingest  # noqa: E402
 
@@ -120,6 +121,11 @@ def _event(tag: str, n: int, resource: int, step: int) -> dict[str, Any]:
 def fresh_database(admin_url: str) -> Iterator[str]:
     with scratch_database(admin_url) as url:
         migrations.upgrade(url)
+        # The stream's month has its partitions, as the service keeps the current
+        # month's: events land in it and an ended interval moves out of DEFAULT.
+        engine = make_engine(url)
+        partitions.ensure(engine, 1, T0)
+        engine.dispose()
         yield url
 
 
