@@ -25,7 +25,7 @@ Each measured phase starts once the machine is quiet (under 10% CPU for 0.3 s):
 what the previous phase left running (PostgreSQL's autovacuum or checkpoint,
 RabbitMQ writing the backlog) does not land in the next one's figure.
 
-It prints the rates and their ratios to the no-op listener (target: >= 0.8), and
+It prints the rates and their ratios to the no-op listener (target: >= 0.9), and
 the delivered rate over the no-op beside the API's ingest.
 Usage, from the checkout:
 
@@ -413,7 +413,7 @@ def main() -> int:
                     print(f"  collector delivered / no-op beside API ingest: {own[-1]:5.2f}")
                     sys.stdout.flush()
                 print(f"median ratio to the no-op listener over {args.rounds} round(s) "
-                      "(target >= 0.80):")
+                      "(target >= 0.90):")
                 for label, values in zip(labels[1:], ratios[1:], strict=True):
                     print(f"  {label:<27}: {statistics.median(values):5.2f}")
                 print("median of collector delivered / no-op beside API ingest: "
