@@ -61,20 +61,7 @@ _ROW_COLUMNS = [getattr(CurrentResource, field.name) for field in dataclasses.fi
 
 
 def _row_of(current: CurrentResource) -> ResourceRow:
-    return ResourceRow(
-        platform=current.platform,
-        cloud=current.cloud,
-        resource_type=current.resource_type,
-        resource_id=current.resource_id,
-        project_id=current.project_id,
-        state=current.state,
-        size=current.size,
-        live=current.live,
-        created_at=current.created_at,
-        deleted_at=current.deleted_at,
-        last_event_at=current.last_event_at,
-        last_event_id=current.last_event_id,
-    )
+    return ResourceRow(*(getattr(current, column.key) for column in _ROW_COLUMNS))
 
 
 def current_inventory(
@@ -95,15 +82,14 @@ def current_inventory(
         query = query.where(model.live.is_(filters.live))
     query = restrict(query, model.project_id, filters.projects)
     if after is not None:
-        query = query.where(_after_key(model, filters, after))
+        query = query.where(_after_key(filters, after))
     query = query.order_by(
         model.platform, model.cloud, model.resource_type, model.resource_id
     ).limit(limit)
     return [ResourceRow(*row) for row in session.execute(query)]
 
 
-def _after_key(model: Any, filters: InventoryFilter, after: ResourceKey
-               ) -> sa.ColumnElement[bool]:
+def _after_key(filters: InventoryFilter, after: ResourceKey) -> sa.ColumnElement[bool]:
     """``key > after``, written so an index starts the scan at ``after``.
 
     With the cloud and the type pinned (a page of one type's inventory, the marker of
@@ -113,6 +99,7 @@ def _after_key(model: Any, filters: InventoryFilter, after: ResourceKey
     from its first entry to the marker, a cost growing with the table (a page of
     1,000 rows 0.8 ms against 19 ms at 100,000 rows of one type).  The pinned columns
     equal the marker's there, so comparing (platform, resource_id) is the same."""
+    model = CurrentResource
     if (filters.cloud, filters.resource_type) == (after[1], after[2]):
         return sa.tuple_(model.platform, model.resource_id) > sa.tuple_(after[0], after[3])
     return (sa.tuple_(model.platform, model.cloud, model.resource_type, model.resource_id)

@@ -158,7 +158,8 @@ def _plan(factory: sessionmaker[Session], ctx: RunContext, observation: Observat
     named = observed | observation.unknown | {
         (d.resource_type, d.resource_id) for d in observation.deletions}
     unchanged: set[tuple[str, str]] = set()
-    if observation.changed_types:
+    incremental = bool(observation.changed_types)
+    if incremental:
         # Incremental: the rows of what changed, and of the types listed whole those
         # that changed since the bound or were not listed (absent); the others of
         # those types only count as present (plan.unchanged_since).
@@ -166,8 +167,8 @@ def _plan(factory: sessionmaker[Session], ctx: RunContext, observation: Observat
                                observation.enumerated_types)
         if changed_since is not None:
             unchanged = unchanged_since(observation, changed_since, live)
-        rows = store.projection_rows(factory, ctx.platform, ctx.cloud, types=(),
-                                     keys=(named - unchanged) | (live - named))
+        rows = store.projection_rows_by_key(factory, ctx.platform, ctx.cloud,
+                                            (named - unchanged) | (live - named))
     else:
         rows = store.projection_rows(factory, ctx.platform, ctx.cloud)
     keys = {(row.resource_type, row.resource_id) for row in rows}
@@ -179,7 +180,7 @@ def _plan(factory: sessionmaker[Session], ctx: RunContext, observation: Observat
     ]
     seen = store.last_seen(factory, ctx.cloud, absent, bound)
     plan = plan_corrections(ctx, observation, rows, held, seen, unchanged)
-    if observation.changed_types:
+    if incremental:
         plan.unchanged = len(unchanged)
     return plan
 

@@ -68,32 +68,28 @@ def completed_bounds(factory: sessionmaker[Session], cloud: str
 
 # --- the projection ------------------------------------------------------------------------
 
-def projection_rows(factory: sessionmaker[Session], platform: str, cloud: str,
-                    types: Iterable[str] | None = None,
-                    keys: Iterable[tuple[str, str]] = ()) -> list[ProjectionRow]:
-    """The rows of the cloud the projection does not hold as deleted: every one when
-    ``types`` is None, else those of ``types`` and those of ``keys`` (an incremental
-    run reads the rows of what changed, not the whole cloud's)."""
+_ROW_COLUMNS = (CurrentResource.resource_type, CurrentResource.resource_id,
+                CurrentResource.project_id, CurrentResource.state, CurrentResource.size,
+                CurrentResource.live, CurrentResource.last_event_at)
+
+
+def projection_rows(factory: sessionmaker[Session], platform: str, cloud: str
+                    ) -> list[ProjectionRow]:
+    """Every row of the cloud the projection does not hold as deleted (a full run)."""
     r = CurrentResource
-    columns = (r.resource_type, r.resource_id, r.project_id, r.state, r.size, r.live,
-               r.last_event_at)
-    current = (r.platform == platform, r.cloud == cloud,
-               sa.or_(r.live.is_(True), r.deleted_at.is_(None)))
     with factory() as session:
-        if types is None:
-            return [ProjectionRow(*row) for row in session.execute(
-                sa.select(*columns).where(*current))]
-        whole = sorted(set(types))
-        found = {}
-        if whole:
-            for row in session.execute(
-                    sa.select(*columns).where(*current, r.resource_type.in_(whole))):
-                found[(row.resource_type, row.resource_id)] = ProjectionRow(*row)
-        keyed = sorted({key for key in keys if key[0] not in whole})
-        for row in writes.of(session).rows_by_key(session, platform, cloud, keyed):
-            if row.live or row.deleted_at is None:
-                found[(row.resource_type, row.resource_id)] = ProjectionRow(*row[:7])
-        return list(found.values())
+        return [ProjectionRow(*row) for row in session.execute(
+            sa.select(*_ROW_COLUMNS).where(r.platform == platform, r.cloud == cloud,
+                                           sa.or_(r.live.is_(True), r.deleted_at.is_(None))))]
+
+
+def projection_rows_by_key(factory: sessionmaker[Session], platform: str, cloud: str,
+                           keys: Iterable[tuple[str, str]]) -> list[ProjectionRow]:
+    """Of ``keys``, the rows the projection does not hold as deleted (an incremental
+    run reads the rows of what changed, not the whole cloud's)."""
+    with factory() as session:
+        found = writes.of(session).rows_by_key(session, platform, cloud, sorted(set(keys)))
+    return [ProjectionRow(*row[:7]) for row in found if row.live or row.deleted_at is None]
 
 
 def live_keys(factory: sessionmaker[Session], platform: str, cloud: str,

@@ -89,8 +89,9 @@ def test_keyed_reads_find_each_key_of_its_cloud_and_type_only(factory):
         "stored"}
     keys = [("volume", "v1"), ("instance", "i1"), ("volume", "v2"), ("volume", "v3"),
             ("image", "i1"), ("volume", "nowhere")]
-    rows = store.projection_rows(factory, "openstack", "sim", types=["loadbalancer"],
-                                 keys=keys)
+    rows = store.projection_rows_by_key(
+        factory, "openstack", "sim",
+        keys + sorted(store.live_keys(factory, "openstack", "sim", ["loadbalancer"])))
     assert sorted((r.resource_type, r.resource_id, r.project_id) for r in rows) == [
         ("instance", "i1", "p-i1"), ("loadbalancer", "lb1", "p-collector"),
         ("volume", "v1", "p-collector")]
