@@ -123,6 +123,7 @@ def _check_and_store(
     and its reset per request."""
     received_at = utcnow()
     with factory() as session, session.begin():
+        writes.of(session).begin_ingest(session)
         validator = load_validator(session, items, require_size_schema=require_size_schema,
                                    known_clouds=known_clouds, future=future)
         checked = validator.check_all(items)

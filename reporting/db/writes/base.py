@@ -461,6 +461,10 @@ class Writes(abc.ABC):
         """Hold lock ``key`` exclusively until commit."""
 
     @abc.abstractmethod
+    def begin_ingest(self, session: Session) -> None:
+        """Ready an ingest transaction, just begun, for its short statements."""
+
+    @abc.abstractmethod
     def begin_write(self, session: Session) -> None:
         """Start the transaction so that it writes from its first statement."""
 

@@ -93,6 +93,8 @@ def _update_located(session: Session, table: sa.Table,
                            "found where they were read")
 
 
+_NO_JIT = sa.text("SELECT set_config('jit', 'off', true)")
+
 # query_canceled: statement_timeout (or a cancel request) ended the statement.
 _QUERY_CANCELED = "57014"
 
@@ -102,6 +104,15 @@ class PostgresWrites(Writes):
     def create_engine(cls, url: str, *, pool_size: int, max_overflow: int, **options: Any
                       ) -> sa.Engine:
         # A pinged checkout: a pooled connection the server closed is replaced, not used.
+        if sa.engine.make_url(url).get_driver_name() == "psycopg":
+            # No server-side prepared statements: psycopg prepares a statement on its
+            # fifth run on a connection, and PostgreSQL may then keep one generic plan
+            # for it, made for statistics of that moment.  The fold's probes planned
+            # while the open intervals' partition was empty kept a sequential scan of it
+            # per key (0.7 s a batch at 10,000 open intervals, growing) until an
+            # ANALYZE invalidated the plan.  Planned per run, as psycopg2 always did.
+            options["connect_args"] = {"prepare_threshold": None,
+                                       **options.get("connect_args", {})}
         return sa.create_engine(url, pool_size=pool_size, max_overflow=max_overflow,
                                 pool_pre_ping=True, **options)
 
@@ -131,6 +142,12 @@ class PostgresWrites(Writes):
             return pg_ingest.store(session, rows, hold, partitioned=self._partitioned)
         # Several statements; the resources are still locked in one, in key order.
         return super().store_events(session, rows, hold=hold)
+
+    def begin_ingest(self, session: Session) -> None:
+        # No JIT for the batch's statements: their estimates (1000 keys, each probe
+        # priced at its index's size) pass jit_above_cost as the tables grow, and
+        # compiling cost ~10 ms a batch for statements that run in a few.
+        session.execute(_NO_JIT)
 
     def retryable(self, exc: sa.exc.OperationalError) -> bool:
         return getattr(exc.orig, "sqlstate", None) in _RETRYABLE

@@ -175,6 +175,9 @@ class SqliteWrites(Writes):
     def xact_lock(self, session: Session, key: int) -> None:
         pass  # the transaction holds the write lock from ``begin_write``
 
+    def begin_ingest(self, session: Session) -> None:
+        pass  # SQLite plans every statement anew and compiles nothing
+
     def begin_write(self, session: Session) -> None:
         # A transaction that reads first cannot always upgrade to a writer while another
         # worker writes: a no-op write takes the write lock (and the newest snapshot) now.

@@ -231,3 +231,55 @@ def test_fold_statements_probe_each_key_whatever_the_statistics(
             cursor.execute("EXPLAIN " + statement, parameters)
             plan = [line for (line,) in cursor.fetchall()]
             assert walks(plan) == [], "\n".join(plan)
+
+
+@postgresql_only
+def test_no_statement_keeps_a_generic_plan_made_for_statistics_of_its_time(
+        db_url: str) -> None:
+    # psycopg prepares a statement on its fifth run on a connection and PostgreSQL may
+    # then keep one generic plan for it: the fold's probes, planned while the open
+    # intervals' partition was empty, kept a sequential scan of it per key.  One
+    # pooled connection: every batch below runs on the same one.
+    engine = make_engine(db_url, pool_size=1, max_overflow=0)
+    factory = make_sessionmaker(engine)
+    try:
+        for start in range(0, 8):  # a create and its delete per batch: nothing stays open
+            at = T0 + dt.timedelta(minutes=start)
+            gone = {**collector_create("instance", f"gone-{start}", at + dt.timedelta(seconds=1)),
+                    "event_id": f"gone-{start}-delete",
+                    "event_type": "compute.instance.delete.end"}
+            results = ingest(factory, [collector_create("instance", f"gone-{start}", at), gone],
+                             require_size_schema=False)
+            assert {r.status for r in results} == {"stored"}
+        ingest_instances(factory, 0, 3000)
+        with factory() as session:
+            prepared = session.execute(sa.text(
+                "SELECT statement FROM pg_prepared_statements")).scalars().all()
+        assert prepared == []
+    finally:
+        engine.dispose()
+
+
+@postgresql_only
+def test_an_ingest_transaction_compiles_nothing_and_leaves_the_pool_as_it_was(
+        db_url: str) -> None:
+    engine = make_engine(db_url, pool_size=1, max_overflow=0)
+    factory = make_sessionmaker(engine)
+    jit = sa.text("SHOW jit")
+    statements: list[str] = []
+    sa.event.listen(engine, "before_cursor_execute",
+                    lambda _c, _cur, statement, *_: statements.append(statement))
+    try:
+        with factory() as session:
+            before = session.execute(jit).scalar_one()
+        ingest_instances(factory, 0, 10)
+        # Set before the first read of the transaction (the schemas' read).
+        ingest_statements = statements[statements.index("SHOW jit") + 1:]
+        assert "set_config('jit', 'off', true)" in ingest_statements[0]
+        with factory() as session, session.begin():
+            writes.of(session).begin_ingest(session)
+            assert session.execute(jit).scalar_one() == "off"
+        with factory() as session:  # the same connection, back from the pool
+            assert session.execute(jit).scalar_one() == before
+    finally:
+        engine.dispose()
