@@ -29,7 +29,7 @@ It prints the rates and their ratios to the no-op listener (target: >= 0.9), and
 the delivered rate over the no-op beside the API's ingest.
 Usage, from the checkout:
 
-    python bench/collector.py [--count 20000] [--batch 200] [--rounds 3] [--concurrency 2]
+    python bench/collector.py [--count 20000] [--batch 200] [--rounds 5] [--concurrency 2]
 
 Needs the RabbitMQ and PostgreSQL named by TALLY_TEST_RABBIT_URL / TALLY_TEST_PG_URL
 (loopback defaults).  Creates and removes its own database, queues and files.
@@ -368,7 +368,9 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=2,
                         help="the collector's delivery_concurrency, also used for the "
                         "API ceiling")
-    parser.add_argument("--rounds", type=int, default=3,
+    # Rounds of 20,000 moved from 0.72 to 1.00 of the no-op listener within one run:
+    # a median wants five.
+    parser.add_argument("--rounds", type=int, default=5,
                         help="the machine is shared: medians over rounds")
     args = parser.parse_args()
     rabbit_url = os.environ.get("TALLY_TEST_RABBIT_URL", "rabbit://guest:guest@127.0.0.1:5672/")
