@@ -103,7 +103,6 @@ class PostgresWrites(Writes):
     @classmethod
     def create_engine(cls, url: str, *, pool_size: int, max_overflow: int, **options: Any
                       ) -> sa.Engine:
-        # A pinged checkout: a pooled connection the server closed is replaced, not used.
         if sa.engine.make_url(url).get_driver_name() == "psycopg":
             # No server-side prepared statements: psycopg prepares a statement on its
             # fifth run on a connection, and PostgreSQL may then keep one generic plan
@@ -113,6 +112,7 @@ class PostgresWrites(Writes):
             # ANALYZE invalidated the plan.  Planned per run, as psycopg2 always did.
             options["connect_args"] = {"prepare_threshold": None,
                                        **options.get("connect_args", {})}
+        # A pinged checkout: a pooled connection the server closed is replaced, not used.
         return sa.create_engine(url, pool_size=pool_size, max_overflow=max_overflow,
                                 pool_pre_ping=True, **options)
 

@@ -243,7 +243,7 @@ def test_no_statement_keeps_a_generic_plan_made_for_statistics_of_its_time(
     engine = make_engine(db_url, pool_size=1, max_overflow=0)
     factory = make_sessionmaker(engine)
     try:
-        for start in range(0, 8):  # a create and its delete per batch: nothing stays open
+        for start in range(8):  # a create and its delete per batch: nothing stays open
             at = T0 + dt.timedelta(minutes=start)
             gone = {**collector_create("instance", f"gone-{start}", at + dt.timedelta(seconds=1)),
                     "event_id": f"gone-{start}-delete",
