@@ -9,8 +9,9 @@ resources a late event touched, then the batch's writes.  A resource whose new
 events all sort after its row's newest ``(last_event_at, last_event_seq)`` is folded
 incrementally from its row and open interval; otherwise its history alone is
 replayed (read through ``ix_events_resource_order``, within the span from the row's
-``first_event_at`` to its newest event), so a late event costs that resource's
-history and nothing else, whatever the months the history holds.
+``first_event_at`` to its newest event, without the batch's own events, which are
+passed in), so a late event costs that resource's history and nothing else, whatever
+the months the history holds.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def project(session: Session, writes: Writes,
     # A late resource's events and intervals lie in its row's span widened to the new
     # events: read within it, a replay reads the months it covers, not every month.
     spans = {key: _span(held[key], new_events[key]) for key in late}
-    histories = writes.histories(session, late, spans) if late else {}
+    histories = writes.histories(session, late, spans, new_events) if late else {}
     planned = FoldWrites(spans=spans)
     for key in keys:
         found = held.get(key)

@@ -72,7 +72,10 @@ HELD = sa.text(
 _SPANNED_IDS = ("unnest(CAST(:ids AS varchar[]), CAST(:firsts AS timestamp[]), "
                 "CAST(:lasts AS timestamp[])) AS k(id, first, last)")
 _BATCH = "CAST(:first AS timestamp) AND CAST(:last AS timestamp)"
-_EVENTS_WITHIN = f' AND "timestamp" BETWEEN k.first AND k.last AND "timestamp" BETWEEN {_BATCH}'
+# The events the caller holds (its own, numbered :omit_low to :omit_high; an empty
+# range when it holds none) are not read back.
+_EVENTS_WITHIN = (f' AND "timestamp" BETWEEN k.first AND k.last AND "timestamp" BETWEEN {_BATCH}'
+                  " AND seq NOT BETWEEN CAST(:omit_low AS bigint) AND CAST(:omit_high AS bigint)")
 _ENDS_WITHIN = f'("end" IS NULL OR "end" BETWEEN {_BATCH})'
 
 HISTORIES = sa.text(
@@ -172,11 +175,14 @@ def held(session: Session, group: TypeKey, ids: Sequence[str]
 
 
 def histories(session: Session, group: TypeKey, ids: Sequence[str],
-              spans: Mapping[ResourceKey, HistorySpan] | None = None
-              ) -> dict[ResourceKey, list[fold.FoldEvent]]:
-    """``Writes.histories`` of the resources ``ids`` of one type."""
+              spans: Mapping[ResourceKey, HistorySpan] | None = None,
+              omit: tuple[int, int] | None = None) -> dict[ResourceKey, list[fold.FoldEvent]]:
+    """``Writes.histories`` of the resources ``ids`` of one type, without the events
+    numbered in ``omit`` (both ends included)."""
     found: dict[ResourceKey, list[fold.FoldEvent]] = {}
-    for row in session.execute(HISTORIES, _spanned_params(group, ids, spans)).all():
+    low, high = omit if omit is not None else (0, -1)
+    params = {**_spanned_params(group, ids, spans), "omit_low": low, "omit_high": high}
+    for row in session.execute(HISTORIES, params).all():
         # The columns after the id are FoldEvent's fields in order.
         found.setdefault((*group, row[0]), []).append(fold.FoldEvent(*row[1:]))
     for events in found.values():

@@ -43,6 +43,8 @@ from reporting.db.writes.base import (
     Writes,
     by_type,
     chunks,
+    seq_bounds,
+    with_own_events,
 )
 
 _NAMES = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
@@ -187,12 +189,25 @@ class PostgresWrites(Writes):
         return held
 
     def histories(self, session: Session, keys: Iterable[ResourceKey],
-                  spans: Mapping[ResourceKey, HistorySpan] | None = None
+                  spans: Mapping[ResourceKey, HistorySpan] | None = None,
+                  stored: Mapping[ResourceKey, Sequence[fold.FoldEvent]] | None = None
                   ) -> dict[ResourceKey, list[fold.FoldEvent]]:
+        keys = list(keys)
+        own = self.own_range(stored)
         found: dict[ResourceKey, list[fold.FoldEvent]] = {}
         for group, ids in by_type(keys).items():
-            found.update(pg_lookup.histories(session, group, ids, spans))
-        return found
+            found.update(pg_lookup.histories(session, group, ids, spans, omit=own))
+        return with_own_events(found, keys, stored, own)
+
+    def own_range(self, stored: Mapping[ResourceKey, Sequence[fold.FoldEvent]] | None
+                  ) -> tuple[int, int] | None:
+        # Numbers less than a block apart were drawn by one nextval (each draw steps
+        # the sequence by a block): the block is this transaction's alone.  Numbers
+        # drawn one per event may interleave with a concurrent batch's.
+        bounds = seq_bounds(stored)
+        if not self._blocks or bounds is None or bounds[1] - bounds[0] >= pg_ingest.BLOCK:
+            return None
+        return bounds
 
     def rows_by_key(self, session: Session, platform: str, cloud: str,
                     keys: Sequence[tuple[str, str]]) -> list[Any]:

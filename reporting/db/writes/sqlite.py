@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
+from reporting import fold
 from reporting.billing import frozen, periods, statements, tiers
 from reporting.db.writes.base import (
     CURRENT,
@@ -31,6 +32,7 @@ from reporting.db.writes.base import (
     ResourceKey,
     Writes,
     chunks,
+    seq_bounds,
 )
 
 # Bounds the bind parameters of one IN list.
@@ -129,6 +131,12 @@ class SqliteWrites(Writes):
 
     def statement_timed_out(self, exc: sa.exc.OperationalError) -> bool:
         return getattr(exc.orig, "sqlite_errorname", None) == "SQLITE_INTERRUPT"
+
+    def own_range(self, stored: Mapping[ResourceKey, Sequence[fold.FoldEvent]] | None
+                  ) -> tuple[int, int] | None:
+        # One writer at a time: nothing but this transaction numbered an event since
+        # its first insert.
+        return seq_bounds(stored)
 
     def lock_resources(self, session: Session, keys: Iterable[ResourceKey]) -> None:
         """Nothing to do: the transaction holds the database write lock already (it

@@ -227,6 +227,51 @@ def test_histories_come_in_fold_order(factory: sessionmaker[Session], seam: Writ
     assert all(isinstance(e.payload, dict) for e in found[key("vm-a")])
 
 
+def own_events(rows: list[dict[str, Any]], seqs: dict[str, int]
+               ) -> dict[tuple[str, str, str, str], list[fold.FoldEvent]]:
+    """The caller's copies of the stored ``rows`` (each payload a new dict), by key."""
+    held: dict[tuple[str, str, str, str], list[fold.FoldEvent]] = {}
+    for r in sorted(rows, key=lambda r: (r["timestamp"], seqs[r["event_id"]])):
+        held.setdefault(key(r["resource_id"]), []).append(fold.FoldEvent(
+            r["event_id"], r["event_type"], r["project_id"], r["timestamp"],
+            dict(r["payload"]), seqs[r["event_id"]]))
+    return held
+
+
+def test_histories_take_a_batchs_own_events_from_the_caller(
+        factory: sessionmaker[Session], seam: Writes) -> None:
+    with factory.begin() as session:
+        seam.insert_events(session, [event_row("a-1", "vm-a", 1), event_row("b-1", "vm-b", 1)])
+    rows = [event_row("a-0", "vm-a", 0, state="x"), event_row("a-3", "vm-a", 3),
+            event_row("b-2", "vm-b", 2), event_row("c-1", "vm-c", 1)]
+    keys = [key("vm-a"), key("vm-b"), key("vm-c")]
+    with factory.begin() as session:
+        stored = own_events(rows, seam.store_events(session, rows, hold=77))
+        found = seam.histories(session, keys, stored=stored)
+        read = seam.histories(session, keys)
+    assert found == read
+    assert {k: [e.event_id for e in v] for k, v in found.items()} == {
+        key("vm-a"): ["a-0", "a-1", "a-3"], key("vm-b"): ["b-1", "b-2"], key("vm-c"): ["c-1"]}
+    # One block of numbers (PostgreSQL) or one writer (SQLite): the batch's events are
+    # the caller's objects, not read back.
+    assert found[key("vm-a")][0] is stored[key("vm-a")][0]
+    assert found[key("vm-c")][0] is stored[key("vm-c")][0]
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_histories_read_back_events_numbered_one_by_one(
+        factory: sessionmaker[Session], seam: Writes) -> None:
+    # More than a block in one transaction: a number per event, each draw a block
+    # apart, and a concurrent batch's numbers may lie between them.
+    rows = [event_row(f"m-{n:04d}", f"vm-{n % 3}", n) for n in range(1001)]
+    with factory.begin() as session:
+        stored = own_events(rows, seam.store_events(session, rows, hold=77))
+        assert seam.own_range(stored) is None
+        found = seam.histories(session, [key("vm-0")], stored=stored)
+    assert [e.event_id for e in found[key("vm-0")]] == [f"m-{n:04d}" for n in range(0, 1001, 3)]
+    assert found[key("vm-0")][0] is not stored[key("vm-0")][0]
+
+
 def test_rows_update_and_intervals_end_drop_and_replace(
         factory: sessionmaker[Session], seam: Writes) -> None:
     with factory.begin() as session:
