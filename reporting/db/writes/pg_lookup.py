@@ -23,6 +23,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
@@ -150,16 +151,25 @@ def _instant(instant: dt.datetime | None, unbounded: str) -> str:
     return unbounded if instant is None else instant.isoformat()
 
 
+def _instants(instants: Sequence[dt.datetime | None], unbounded: str) -> str:
+    """``instants`` as the text of a timestamp array, None as ``unbounded``: one
+    ``orjson.dumps`` (which writes a naive datetime as ``isoformat`` does) instead of
+    a call per instant, its JSON strings already quoted as an array's elements."""
+    text = orjson.dumps(instants).decode()[1:-1]
+    return "{" + text.replace("null", f'"{unbounded}"') + "}"
+
+
 def _spanned_params(group: TypeKey, ids: Sequence[str],
                     spans: Mapping[ResourceKey, HistorySpan] | None) -> dict[str, Any]:
     """``_params`` with each key's span and the batch's (unbounded where not known)."""
-    of = [None if spans is None else spans.get((*group, rid)) for rid in ids]
-    first, last = batch_span([(*group, rid) for rid in ids], spans)
+    keys = [(*group, rid) for rid in ids]
+    of = [None] * len(keys) if spans is None else [spans.get(key) for key in keys]
+    first, last = batch_span(keys, spans)
     return {**_params(group, ids),
-            "firsts": pg_batch.array_literal(
-                [_instant(None if span is None else span.first, "-infinity") for span in of]),
-            "lasts": pg_batch.array_literal(
-                [_instant(None if span is None else span.last, "infinity") for span in of]),
+            "firsts": _instants([None if span is None else span.first for span in of],
+                                "-infinity"),
+            "lasts": _instants([None if span is None else span.last for span in of],
+                               "infinity"),
             "first": _instant(first, "-infinity"), "last": _instant(last, "infinity")}
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from reporting.api.errors import ApiError
 from reporting.api.jsonbody import MAX_DEPTH, _parse_stdlib, parse, too_deep
-from reporting.db.writes import pg_batch
+from reporting.db.writes import pg_batch, pg_lookup
 from reporting.validation import _ESCAPED_NUL, unstorable
 
 text = st.text(alphabet=st.characters(codec=None)) | st.sampled_from(
@@ -53,6 +53,14 @@ def exact(value: Any) -> str:
 
 
 @settings(max_examples=1000, deadline=None)
+@given(st.lists(st.none() | st.datetimes(), max_size=20), st.sampled_from(["-infinity", "infinity"]))
+def test_an_instants_array_is_each_instants_iso_form(
+        instants: list[dt.datetime | None], unbounded: str) -> None:
+    texts = [unbounded if i is None else i.isoformat() for i in instants]
+    assert pg_lookup._instants(instants, unbounded) == (
+        "{" + ",".join(f'"{t}"' for t in texts) + "}")
+
+
 @given(documents)
 def test_unstorable_answers_as_the_standard_library(document: Any) -> None:
     assert unstorable(document) is unstorable_by_stdlib(document)
