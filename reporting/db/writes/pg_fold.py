@@ -3,7 +3,7 @@
 Each kind of write is a data-modifying CTE of the same statement: held rows and
 open intervals are updated where ``held_resources`` read them (``ctid = ANY(...)``,
 a TID scan whatever the table's size or statistics), new intervals and rows are
-inserted from one JSON parameter each.  One round trip, one parse and one plan
+inserted from one array parameter per column (``pg_batch``).  One round trip, one parse and one plan
 instead of five; the CTEs all see the statement's snapshot, and they touch
 disjoint rows (an interval is ended, dropped or new, never two of them).
 
@@ -13,7 +13,7 @@ delete reads by key, not by location.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -30,40 +30,55 @@ def _names(columns: Sequence[str]) -> str:
     return ", ".join(f'"{c}"' for c in columns)
 
 
+# Where held_resources found a row: its ctid.
+LOCATOR = pg_batch.Column("locator", "tid")
+
+
+def located_columns(table: sa.Table, columns: Sequence[str], check: str
+                    ) -> tuple[pg_batch.Column, ...]:
+    """The batch columns of ``located_update``: the locator, ``check``, ``columns``."""
+    return (LOCATOR, *pg_batch.table_columns(table, (check, *columns)))
+
+
 def located_update(table: sa.Table, name: str, columns: Sequence[str], check: str,
                    where: str = "") -> str:
-    """A CTE ``name`` updating ``columns`` of the rows at the locators ``:{name}_at``
-    from the JSON rows ``:{name}`` (each with its locator and ``check``, a unique
-    column that must match too: a row found elsewhere is not written, and a ctid
-    names a row within one partition only).  ``where``: a condition on ``t`` every
-    row meets (it prunes partitions).
+    """A CTE ``name`` updating ``columns`` of the rows at the locators read from
+    ``name``'s parameters (``located_params``), each row with its locator and
+    ``check``, a unique column that must match too: a row found elsewhere is not
+    written, and a ctid names a row within one partition only.  ``where``: a
+    condition on ``t`` every row meets (it prunes partitions).
 
-    The locators travel inside the rows: the planner, which takes a recordset for 100
-    rows, then finds each row by a TID scan of its locator, whatever the table's size."""
-    definitions = pg_batch.column_definitions(table, [check, *columns])
+    The rows are read unsized (``pg_batch.column_sources``) and the locators' array
+    is also the condition ``ctid = ANY(...)``: the planner then finds each row by a
+    TID scan of its locator, whatever the table's size or statistics."""
+    batch = located_columns(table, columns, check)
     assignments = ", ".join(f'"{c}" = r."{c}"' for c in columns)
     return (
         f"{name} AS (UPDATE {table.name} AS t SET {assignments} "  # noqa: S608 - model names
-        f"FROM json_to_recordset(CAST(:{name} AS json)) AS r(locator tid, {definitions}) "
-        f"WHERE t.ctid = ANY(CAST(:{name}_at AS tid[])) AND t.ctid = r.locator "
+        f"FROM {pg_batch.column_rows(batch, name, unsized=True)} "
+        f"WHERE t.ctid = ANY(CAST(:{name}_0 AS tid[])) AND t.ctid = r.locator "
         f'AND t."{check}" = r."{check}"{where} RETURNING 1)'
     )
 
 
+def located_params(table: sa.Table, name: str, columns: Sequence[str], check: str,
+                   rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """The parameters of ``located_update``: ``rows`` each hold ``locator``,
+    ``check`` and ``columns``."""
+    return pg_batch.column_params(located_columns(table, columns, check), name, rows)
+
+
 def _insert(table: sa.Table, name: str, columns: Sequence[str]) -> str:
+    batch = pg_batch.table_columns(table, tuple(columns))
     return (
         f"{name} AS (INSERT INTO {table.name} ({_names(columns)}) "  # noqa: S608 - model names
-        f"SELECT {_names(columns)} FROM "
-        f"json_to_recordset(CAST(:{name} AS json)) AS r("
-        f"{pg_batch.column_definitions(table, columns)}) RETURNING 1)"
+        f"SELECT {_names(columns)} FROM {pg_batch.column_rows(batch, name)} RETURNING 1)"
     )
 
 
-def located_rows(rows: Sequence[tuple[Any, dict[str, Any]]]) -> tuple[str, str]:
-    """The JSON rows, each with its locator, and the locators (an array's text) of
-    ``(locator, values)`` pairs."""
-    return (pg_batch.dumps([{"locator": locator, **values} for locator, values in rows]),
-            pg_batch.array_literal([locator for locator, _ in rows]))
+def _insert_params(table: sa.Table, name: str, rows: Sequence[Mapping[str, Any]]
+                   ) -> dict[str, str]:
+    return pg_batch.column_params(pg_batch.table_columns(table, tuple(rows[0])), name, rows)
 
 
 def write_fold(session: Session, planned: FoldWrites) -> None:
@@ -77,15 +92,14 @@ def write_fold(session: Session, planned: FoldWrites) -> None:
                      'WHERE "end" IS NULL AND id = ANY(CAST(:dropped AS bigint[])))')
         params["dropped"] = pg_batch.array_literal(planned.dropped_interval_ids)
     if planned.ended_intervals:
-        parts.append(located_update(INTERVALS, "ended", ["end"], check="id",
-                                    where=OPEN))
-        params["ended"], params["ended_at"] = located_rows(
-            [(opened.locator, {"id": opened.id, "end": end})
-             for opened, end in planned.ended_intervals])
+        parts.append(located_update(INTERVALS, "ended", ["end"], check="id", where=OPEN))
+        params.update(located_params(INTERVALS, "ended", ["end"], "id", [
+            {"locator": opened.locator, "id": opened.id, "end": end}
+            for opened, end in planned.ended_intervals]))
         counted["ended"] = len(planned.ended_intervals)
     if planned.new_intervals:
         parts.append(_insert(INTERVALS, "opened", list(planned.new_intervals[0])))
-        params["opened"] = pg_batch.dumps(planned.new_intervals)
+        params.update(_insert_params(INTERVALS, "opened", planned.new_intervals))
     if planned.changed_rows:
         columns = [c for c in planned.changed_rows[0][1]
                    if c not in KEY_NAMES and c != "resource_id"]
@@ -96,12 +110,11 @@ def write_fold(session: Session, planned: FoldWrites) -> None:
         for held, row in planned.changed_rows:
             row["locator"] = held.locator
             rows.append(row)
-        params["changed"] = pg_batch.dumps(rows)
-        params["changed_at"] = pg_batch.array_literal([row["locator"] for row in rows])
+        params.update(located_params(CURRENT, "changed", columns, "resource_id", rows))
         counted["changed"] = len(planned.changed_rows)
     if planned.new_rows:
         parts.append(_insert(CURRENT, "added", list(planned.new_rows[0])))
-        params["added"] = pg_batch.dumps(planned.new_rows)
+        params.update(_insert_params(CURRENT, "added", planned.new_rows))
     if not parts:
         return
     counts = ", ".join(f"(SELECT count(*) FROM {name})"  # noqa: S608 - our CTE names

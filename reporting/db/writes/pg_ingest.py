@@ -37,7 +37,10 @@ BLOCK = 1000
 _NAMES = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
 _BATCH_NAMES = ", ".join(f'b."{c}"' for c in EVENT_COLUMNS)
 _NUMBERED_NAMES = ", ".join(f'batch."{c}"' for c in EVENT_COLUMNS)
-_DEFINITIONS = pg_batch.column_definitions(EVENTS, EVENT_COLUMNS)
+# A batch of events travels as one array per column (pg_batch): read back in row order
+# by ROWS FROM ... WITH ORDINALITY, the receipt order.
+EVENT_BATCH = pg_batch.table_columns(EVENTS, tuple(EVENT_COLUMNS))
+BATCH_SOURCES = pg_batch.column_sources(EVENT_BATCH, "batch")
 _KEY_TEXT = "concat_ws(chr(31), platform, cloud, resource_type, resource_id)"
 
 # Migration 0032 partitions events by month: event_id's uniqueness across partitions
@@ -50,8 +53,7 @@ def _store(partitioned: bool) -> sa.TextClause:
     (the ids claimed in ``EVENT_IDS`` in event_id order, then the claimed events
     inserted), else as before it (``ON CONFLICT`` on the events' own unique index)."""
     numbered = (f"SELECT block.first + b.ord - 1 AS seq, {_BATCH_NAMES} "  # noqa: S608
-                f"FROM block, ROWS FROM (json_to_recordset(CAST(:batch AS json)) AS "
-                f"({_DEFINITIONS})) WITH ORDINALITY AS b({_NAMES}, ord)")
+                f"FROM block, ROWS FROM ({BATCH_SOURCES}) WITH ORDINALITY AS b({_NAMES}, ord)")
     returned = "RETURNING seq, platform, cloud, resource_type, resource_id"
     if partitioned:
         stored = (
@@ -98,8 +100,8 @@ def key_text(key: ResourceKey) -> str:
 def store(session: Session, rows: Sequence[dict[str, Any]], hold: int, *, partitioned: bool
           ) -> dict[str, int]:
     """``STORE`` of at most BLOCK rows; ``{event_id: seq}`` of those inserted."""
-    params = {"hold": hold, "batch": pg_batch.dumps(rows),
-              "received_at": rows[0]["received_at"]}
+    params = {"hold": hold, "received_at": rows[0]["received_at"],
+              **pg_batch.column_params(EVENT_BATCH, "batch", rows)}
     return {rows[offset]["event_id"]: seq
             for offset, seq in session.execute(STORE[partitioned], params).all()}
 

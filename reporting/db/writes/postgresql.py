@@ -51,11 +51,10 @@ _NAMES = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
 # One number per event (a database whose sequence still steps by 1, or a batch
 # larger than a block): seq is drawn in batch order (ORDER BY ord before nextval
 # runs, in a materialised step), the rows are inserted in event_id order.
-_DEFINITIONS = pg_batch.column_definitions(EVENTS, EVENT_COLUMNS)
 _NUMBERED = (
     "WITH batch AS MATERIALIZED ("  # noqa: S608 - names come from the model
     f"SELECT nextval(pg_get_serial_sequence('events', 'seq')) AS seq, {_NAMES} "
-    f"FROM ROWS FROM (json_to_recordset(CAST(:batch AS json)) AS ({_DEFINITIONS})) "
+    f"FROM ROWS FROM ({pg_ingest.BATCH_SOURCES}) "
     f"WITH ORDINALITY AS b({_NAMES}, ord) ORDER BY ord) "
 )
 _FROM_BATCH = ", ".join(f'batch."{c}"' for c in EVENT_COLUMNS)
@@ -87,9 +86,9 @@ def _update_located(session: Session, table: sa.Table,
     located = pg_fold.located_update(table, "located", columns, check, where)
     statement = (f"WITH {located} "  # noqa: S608
                  "SELECT count(*) FROM located")
-    batch, locators = pg_fold.located_rows(rows)
-    updated = session.execute(sa.text(statement),
-                              {"located": batch, "located_at": locators}).scalar_one()
+    params = pg_fold.located_params(table, "located", columns, check,
+                                    [{"locator": locator, **values} for locator, values in rows])
+    updated = session.execute(sa.text(statement), params).scalar_one()
     if updated != len(rows):
         raise RuntimeError(f"{table.name}: {updated} of {len(rows)} rows "
                            "found where they were read")
@@ -131,9 +130,10 @@ class PostgresWrites(Writes):
 
     def insert_events(self, session: Session, rows: Sequence[dict[str, Any]]
                       ) -> dict[str, int]:
-        # received_at travels once, beside the batch; the recordset ignores the key.
+        # received_at travels once, beside the batch: no column of it is sent.
         self._read_shape(session)
-        params = {"batch": pg_batch.dumps(rows), "received_at": rows[0]["received_at"]}
+        params = {"received_at": rows[0]["received_at"],
+                  **pg_batch.column_params(pg_ingest.EVENT_BATCH, "batch", rows)}
         return {event_id: seq for event_id, seq
                 in session.execute(_INSERT_EVENTS[self._partitioned], params)}
 
