@@ -1,7 +1,7 @@
 """The write seam on PostgreSQL.
 
-A batch travels as ONE JSON parameter (``pg_batch``): writing 1000 rows costs one
-short statement and one ``orjson.dumps``; ids travel as one array.  The fold's reads
+A batch travels as one array parameter per column (``pg_batch``): writing 1000 rows
+costs one short statement and a few ``orjson.dumps``; ids travel as one array.  The fold's reads
 and deletes by key probe each key's index (``pg_lookup``), whatever the planner's
 statistics say.  An ingest batch costs three statements: its events and locks
 (``pg_ingest.STORE``), its held rows with their open intervals (``pg_lookup.HELD``)
@@ -86,8 +86,8 @@ def _update_located(session: Session, table: sa.Table,
     located = pg_fold.located_update(table, "located", columns, check, where)
     statement = (f"WITH {located} "  # noqa: S608
                  "SELECT count(*) FROM located")
-    params = pg_fold.located_params(table, "located", columns, check,
-                                    [{"locator": locator, **values} for locator, values in rows])
+    params = pg_fold.located_params(
+        "located", [{"locator": locator, **values} for locator, values in rows])
     updated = session.execute(sa.text(statement), params).scalar_one()
     if updated != len(rows):
         raise RuntimeError(f"{table.name}: {updated} of {len(rows)} rows "
