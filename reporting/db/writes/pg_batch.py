@@ -81,8 +81,9 @@ class Column:
 
 @functools.lru_cache(maxsize=256)
 def table_columns(table: sa.Table, columns: tuple[str, ...]) -> tuple[Column, ...]:
-    return tuple(Column(c, column_type(table, c), column_type(table, c) == "JSON")
-                 for c in columns)
+    """``columns`` of ``table`` as batch columns (compiled once per shape)."""
+    typed = [(c, column_type(table, c)) for c in columns]
+    return tuple(Column(c, sql_type, sql_type == "JSON") for c, sql_type in typed)
 
 
 def column_sources(columns: Sequence[Column], name: str) -> str:
@@ -97,9 +98,9 @@ def column_sources(columns: Sequence[Column], name: str) -> str:
 def column_rows(columns: Sequence[Column], name: str, alias: str = "r") -> str:
     """A FROM item ``alias`` of the rows of ``columns`` read from ``name``'s
     parameters (``column_params``); a JSON ``null`` in a JSON column is NULL, as
-    ``json_to_recordset`` read it.  For inserts: the planner counts the arrays'
-    elements, so a join with a table may not be planned as one with a recordset of
-    unknown size is (``pg_fold.located_update``)."""
+    ``json_to_recordset`` read it.  Meant for inserts: the planner counts the arrays'
+    elements, and plans a join of these rows with a table otherwise than one with a
+    recordset (``pg_fold.located_update``)."""
     names = ", ".join(_quoted(c.name) for c in columns)
     picked = ", ".join(
         f"CASE WHEN json_typeof(x.{_quoted(c.name)}) = 'null' THEN NULL "

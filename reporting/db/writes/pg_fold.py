@@ -3,9 +3,10 @@
 Each kind of write is a data-modifying CTE of the same statement: held rows and
 open intervals are updated where ``held_resources`` read them (``ctid = ANY(...)``,
 a TID scan whatever the table's size or statistics), new intervals and rows are
-inserted from one array parameter per column (``pg_batch.column_rows``).  One round trip, one parse and one plan
-instead of five; the CTEs all see the statement's snapshot, and they touch
-disjoint rows (an interval is ended, dropped or new, never two of them).
+inserted from one array parameter per column (``pg_batch.column_rows``).  One round
+trip, one parse and one plan instead of five; the CTEs all see the statement's
+snapshot, and they touch disjoint rows (an interval is ended, dropped or new, never
+two of them).
 
 The replayed resources' intervals are deleted by the caller beforehand: that
 delete reads by key, not by location.
@@ -43,7 +44,7 @@ def located_update(table: sa.Table, name: str, columns: Sequence[str], check: st
     (Not the arrays of ``pg_batch.column_rows``: read unsized, ``unnest`` is taken
     for 10 rows, and on an open intervals' partition whose statistics were a few
     rows the planner then walked the partition's index once per batch, measured at
-    0.25-0.4 of the usual rate for whole rounds of the ingest bench.)"""
+    0.25-0.44 of the usual rate for whole rounds of the ingest bench.)"""
     definitions = pg_batch.column_definitions(table, [check, *columns])
     assignments = ", ".join(f'"{c}" = r."{c}"' for c in columns)
     return (

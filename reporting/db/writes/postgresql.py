@@ -1,9 +1,9 @@
 """The write seam on PostgreSQL.
 
-A batch travels as one array parameter per column (``pg_batch``): writing 1000 rows
-costs one short statement and a few ``orjson.dumps``; ids travel as one array.  The fold's reads
-and deletes by key probe each key's index (``pg_lookup``), whatever the planner's
-statistics say.  An ingest batch costs three statements: its events and locks
+A batch to insert travels as one array parameter per column, rows to update as one
+JSON array (``pg_batch``, ``pg_fold``): writing 1000 rows costs one short statement
+and a few ``orjson.dumps``; ids travel as one array.  The fold's reads and deletes by
+key probe each key's index (``pg_lookup``), whatever the planner's statistics say.  An ingest batch costs three statements: its events and locks
 (``pg_ingest.STORE``), its held rows with their open intervals (``pg_lookup.HELD``)
 and its fold's writes (``pg_fold``).
 

@@ -138,7 +138,8 @@ def walks(plan: list[str]) -> list[str]:
     """The scans of a plan on the fold's tables (or their partitions, migration 0032)
     that are not a probe of one key: a TID scan, a primary-key or unique lookup, the
     open intervals' lookup by id, or an index scan on ``resource_id = k.id``
-    (``pg_lookup``'s probe of each id) are; anything else reads rows of other keys."""
+    (``pg_lookup``'s probe of each id) are; anything else reads rows of other keys,
+    an index scan without an index condition (the whole index) included."""
     found = []
     for n, line in enumerate(plan):
         scan = re.search(r"(\S+(?: \S+)*? Scan)(?: Backward)?(?: using (\S+))? on "
@@ -151,12 +152,13 @@ def walks(plan: list[str]) -> list[str]:
         # The key alone, or the key and its history's span (``HistorySpan``).
         probe = re.search(r"Index Cond: \(+\(resource_id\)::text = \(k\.id\)::text\)",
                           detail) is not None
-        by_id = index == "ix_resource_intervals_open_id"
+        looked_up = "Index Cond:" in detail
+        by_id = index == "ix_resource_intervals_open_id" and "Index Cond: (id = ANY" in detail
         # An empty partition (no page: the planner knows it from the file's size,
         # statistics or none) costs nothing to scan whatever its plan.
         empty = "(cost=0.00..0.00 " in line
-        if (kind.endswith("Tid Scan") or index.startswith(("pk_", "uq_")) or probe or by_id
-                or empty):
+        if (kind.endswith("Tid Scan") or (index.startswith(("pk_", "uq_")) and looked_up)
+                or probe or by_id or empty):
             continue
         found.append(line.strip())
     return found
@@ -171,6 +173,8 @@ def test_walks_tells_a_probe_from_a_walk() -> None:
              "->  Bitmap Heap Scan on events  (cost=8.45..30.77 rows=6 width=2404)",
              "      ->  Bitmap Index Scan on ix_events_resource_order  (cost=0.00..8.45)",
              "            Index Cond: ((resource_id)::text = (k.id)::text)"]
+    probe.extend(["->  Index Scan using ix_resource_intervals_open_id on resource_intervals_default",
+                  "      Index Cond: (id = ANY ('{1}'::bigint[]))"])
     walk = ["->  Index Scan using ix_current_resources_cloud_type_key on current_resources",
             "      Index Cond: (((cloud)::text = 'sim'::text) AND ((resource_type)::text = 'i'))",
             "      Filter: ((resource_id)::text = ANY ('{vm-0,vm-24}'::text[]))",
@@ -178,7 +182,11 @@ def test_walks_tells_a_probe_from_a_walk() -> None:
             "      Index Cond: ((cloud)::text = 'sim'::text)",
             "->  Seq Scan on events  (cost=0.00..1.00 rows=1 width=4)",
             "->  Seq Scan on events_y2026m01 events_1  (cost=0.00..1.00 rows=1 width=4)",
-            "->  Seq Scan on resource_intervals_default resource_intervals_2  (cost=0.00..1.00)"]
+            "->  Seq Scan on resource_intervals_default resource_intervals_2  (cost=0.00..1.00)",
+            # The whole open intervals' index, each entry's row tested against the
+            # batch's locators (an UPDATE joined to rows the planner took for 10).
+            "->  Index Scan using ix_resource_intervals_open_id on resource_intervals_default t",
+            "      Filter: ((\"end\" IS NULL) AND (ctid = ANY ('{\"(0,1)\"}'::tid[])))"]
     probe.append("->  Seq Scan on events_y2027m01 events_2  (cost=0.00..0.00 rows=1 width=2404)")
     probe.extend(["->  Index Scan using events_y2027m01_resource_id_idx on events_y2027m01 e_1",
                   "      Index Cond: (((resource_id)::text = (k.id)::text) AND "
@@ -186,7 +194,7 @@ def test_walks_tells_a_probe_from_a_walk() -> None:
     assert walks(probe) == []
     assert [line.split(" on ")[1].split()[0] for line in walks(walk)] == [
         "current_resources", "resource_intervals", "events", "events_y2026m01",
-        "resource_intervals_default"]
+        "resource_intervals_default", "resource_intervals_default"]
 
 
 @postgresql_only
