@@ -344,15 +344,25 @@ class Writes(abc.ABC):
         own = self.own_range(stored)
         found: dict[ResourceKey, list[fold.FoldEvent]] = {}
         for group, ids in by_type(keys).items():
-            first, last = batch_span([(*group, rid) for rid in ids], spans)
-            for match in self._ids_match(EVENTS.c.resource_id, ids):
-                query = _history_query(group, match, first, last)
-                if own is not None:
-                    query = query.where(sa.not_(EVENTS.c.seq.between(*own)))
-                for r in session.execute(query).all():
-                    # The query's columns after resource_id are FoldEvent's fields in order.
-                    found.setdefault((*group, r[0]), []).append(fold.FoldEvent(*r[1:]))
+            found.update(self._group_histories(session, group, ids, spans, own))
         return with_own_events(found, keys, stored, own)
+
+    def _group_histories(self, session: Session, group: TypeKey, ids: Sequence[str],
+                         spans: Mapping[ResourceKey, HistorySpan] | None,
+                         omit: tuple[int, int] | None
+                         ) -> dict[ResourceKey, list[fold.FoldEvent]]:
+        """``histories`` of the resources ``ids`` of one type, in fold order, without
+        the events numbered in ``omit`` (both ends included)."""
+        found: dict[ResourceKey, list[fold.FoldEvent]] = {}
+        first, last = batch_span([(*group, rid) for rid in ids], spans)
+        for match in self._ids_match(EVENTS.c.resource_id, ids):
+            query = _history_query(group, match, first, last)
+            if omit is not None:
+                query = query.where(sa.not_(EVENTS.c.seq.between(*omit)))
+            for r in session.execute(query).all():
+                # The query's columns after resource_id are FoldEvent's fields in order.
+                found.setdefault((*group, r[0]), []).append(fold.FoldEvent(*r[1:]))
+        return found
 
     def own_range(self, stored: Mapping[ResourceKey, Sequence[fold.FoldEvent]] | None
                   ) -> tuple[int, int] | None:

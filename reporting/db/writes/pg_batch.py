@@ -62,10 +62,10 @@ def typed_array(values: Sequence[Any]) -> str:
     Otherwise (a quote, a backslash or a control character; an integer beyond 64
     bits) each element is quoted and escaped by the array's own rules."""
     try:
-        text = orjson.dumps(values).decode()
+        text: str | None = orjson.dumps(values).decode()
     except orjson.JSONEncodeError:
-        text = "\\"
-    if "\\" not in text:
+        text = None
+    if text is not None and "\\" not in text:
         return "{" + text[1:-1] + "}"
     return "{" + ",".join(map(_element, values)) + "}"
 

@@ -3,9 +3,10 @@
 A batch to insert travels as one array parameter per column, rows to update as one
 JSON array (``pg_batch``, ``pg_fold``): writing 1000 rows costs one short statement
 and a few ``orjson.dumps``; ids travel as one array.  The fold's reads and deletes by
-key probe each key's index (``pg_lookup``), whatever the planner's statistics say.  An ingest batch costs three statements: its events and locks
-(``pg_ingest.STORE``), its held rows with their open intervals (``pg_lookup.HELD``)
-and its fold's writes (``pg_fold``).
+key probe each key's index (``pg_lookup``), whatever the planner's statistics say.
+An ingest batch costs three statements: its events and locks (``pg_ingest.STORE``),
+its held rows with their open intervals (``pg_lookup.HELD``) and its fold's writes
+(``pg_fold``).
 
 No deadlock between concurrent batches: each transaction inserts its events in
 event_id order and takes its resources' advisory locks in key order, so no two
@@ -40,11 +41,11 @@ from reporting.db.writes.base import (
     OpenInterval,
     ResourceKey,
     T,
+    TypeKey,
     Writes,
     by_type,
     chunks,
     seq_bounds,
-    with_own_events,
 )
 
 _NAMES = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
@@ -188,16 +189,11 @@ class PostgresWrites(Writes):
             held.update(pg_lookup.held(session, group, ids))
         return held
 
-    def histories(self, session: Session, keys: Iterable[ResourceKey],
-                  spans: Mapping[ResourceKey, HistorySpan] | None = None,
-                  stored: Mapping[ResourceKey, Sequence[fold.FoldEvent]] | None = None
-                  ) -> dict[ResourceKey, list[fold.FoldEvent]]:
-        keys = list(keys)
-        own = self.own_range(stored)
-        found: dict[ResourceKey, list[fold.FoldEvent]] = {}
-        for group, ids in by_type(keys).items():
-            found.update(pg_lookup.histories(session, group, ids, spans, omit=own))
-        return with_own_events(found, keys, stored, own)
+    def _group_histories(self, session: Session, group: TypeKey, ids: Sequence[str],
+                         spans: Mapping[ResourceKey, HistorySpan] | None,
+                         omit: tuple[int, int] | None
+                         ) -> dict[ResourceKey, list[fold.FoldEvent]]:
+        return pg_lookup.histories(session, group, ids, spans, omit=omit)
 
     def own_range(self, stored: Mapping[ResourceKey, Sequence[fold.FoldEvent]] | None
                   ) -> tuple[int, int] | None:
