@@ -62,6 +62,7 @@ import requests  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 from oslo_config import cfg  # noqa: E402
 
+from bench.process_cpu import machine_times  # noqa: E402
 from bench.scratch_database import scratch_database  # noqa: E402
 from mapping.openstack import map_notification  # noqa: E402
 from tests.functional.collector.harness import (  # noqa: E402
@@ -115,26 +116,15 @@ class NoopEndpoint:
                 raise RuntimeError(f"no-op listener saw {self.count} of {wanted}")
 
 
-def _cpu_times() -> tuple[int, int] | None:
-    """(busy, total) jiffies of all cores since boot; None where /proc/stat is absent."""
-    try:
-        with open("/proc/stat") as stat:
-            fields = [int(v) for v in stat.readline().split()[1:9]]
-    except OSError:
-        return None
-    idle = fields[3] + fields[4]  # idle, iowait
-    return sum(fields) - idle, sum(fields)
-
-
 def settle(max_wait: float = 30.0, busy_below: float = 0.1) -> None:
     """Wait until the machine is quiet before a measured phase: RabbitMQ writing the
     backlog just published, PostgreSQL's autovacuum or checkpoint after the previous
     phase.  Every phase then starts from the same state, whatever ran before it."""
     deadline = time.monotonic() + max_wait
     while time.monotonic() < deadline:
-        before = _cpu_times()
+        before = machine_times()
         time.sleep(0.3)
-        after = _cpu_times()
+        after = machine_times()
         if before is None or after is None:
             return
         busy, total = after[0] - before[0], after[1] - before[1]

@@ -30,6 +30,13 @@ compare).  It prints whether the server's autovacuum is on and, at the end, how 
 autovacuum analysed and vacuumed the three tables during the run; on a server with
 autovacuum off every round runs on tables that never had statistics.
 
+Where the time went: with the server started by the bench (not ``--target``), each
+workload's summary adds the CPU its posts used per 1,000 events, from ``/proc``: the
+server's workers, their PostgreSQL backends and the posting client, and the floor's
+Python and PostgreSQL, with the share of both cores that was busy meanwhile.  On a
+machine whose cores the server, the database and the client share, the ratio is
+bound by these sums, not by any one request's latency.
+
 Usage: python bench/ingest.py [--pg-url postgresql+psycopg://postgres@127.0.0.1/postgres]
        [--events 160000] [--rounds 3] [--small 10000] [--large 1000000]
        [--workloads realistic,every-late,easy] [--no-late-fold] [--analyze-between-rounds]
@@ -49,7 +56,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +65,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.process_cpu import PhaseCpu, processes_named  # noqa: E402
 from bench.reporting_process import running_reporting  # noqa: E402
 from bench.scratch_database import scratch_database  # noqa: E402
 from reporting.clock import utcnow  # noqa: E402
@@ -143,7 +151,8 @@ def server(url: str, workdir: Path) -> Iterator[tuple[str, str]]:
         yield base_url, token
 
 
-def post_all(base_url: str, token: str, events: list[dict[str, Any]], clients: int = 2) -> float:
+def post_all(base_url: str, token: str, events: list[dict[str, Any]], clients: int = 2,
+             meter: PhaseCpu | None = None) -> float:
     """Events per second posting ``events`` in batches of 1000 from ``clients`` threads.
 
     Bodies are encoded before the clock starts: the client's own JSON work is not
@@ -163,18 +172,19 @@ def post_all(base_url: str, token: str, events: list[dict[str, Any]], clients: i
                     failures.append(response.text[:300])
 
     threads = [threading.Thread(target=client, args=(bodies[n::clients],)) for n in range(clients)]
-    start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - start
+    with meter.measure() if meter else nullcontext():
+        start = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - start
     if failures:
         raise SystemExit(f"ingest failed: {failures[0]}")
     return len(events) / elapsed
 
 
-def plain_insert(url: str, events: list[dict[str, Any]]) -> float:
+def plain_insert(url: str, events: list[dict[str, Any]], meter: PhaseCpu | None = None) -> float:
     """Events per second of INSERT ... ON CONFLICT DO NOTHING into a copy of ``events``."""
     engine = sa.create_engine(url)
     with engine.begin() as conn:
@@ -203,25 +213,71 @@ def plain_insert(url: str, events: list[dict[str, Any]]) -> float:
         for e in events
     ]
     with engine.connect() as conn:  # connected before the clock starts, like the server's pool
-        start = time.perf_counter()
-        for i in range(0, len(rows), BATCH):
-            with conn.begin():
-                conn.execute(stmt, rows[i : i + BATCH])
-        elapsed = time.perf_counter() - start
+        with meter.measure() if meter else nullcontext():
+            start = time.perf_counter()
+            for i in range(0, len(rows), BATCH):
+                with conn.begin():
+                    conn.execute(stmt, rows[i : i + BATCH])
+            elapsed = time.perf_counter() - start
     engine.dispose()
     return len(rows) / elapsed
 
 
 def interleaved(base_url: str, token: str, url: str, events: list[dict[str, Any]],
-                chunk: int = 10 * BATCH) -> tuple[float, float]:
+                chunk: int = 10 * BATCH, meters: CpuSplit | None = None) -> tuple[float, float]:
     """(api, plain) events per second, alternating the two every ``chunk`` events so
     load from anything else on the host falls on both alike."""
     api_seconds = plain_seconds = 0.0
     for i in range(0, len(events), chunk):
         part = events[i : i + chunk]
-        api_seconds += len(part) / post_all(base_url, token, part)
-        plain_seconds += len(part) / plain_insert(url, part)
+        api_seconds += len(part) / post_all(base_url, token, part,
+                                            meter=meters.api if meters else None)
+        plain_seconds += len(part) / plain_insert(url, part,
+                                                  meter=meters.floor if meters else None)
+        if meters:
+            meters.events += len(part)
     return len(events) / api_seconds, len(events) / plain_seconds
+
+
+class CpuSplit:
+    """Where one workload's CPU went, API posts and floor inserts apart (``PhaseCpu``):
+    the server's processes, the database's backends (every client backend of the
+    bench's database but the one reading them: the other side's sit idle while one
+    side is measured) and this process (the posting clients; the floor's Python)."""
+
+    def __init__(self, url: str, server_config: Path) -> None:
+        self._engine = sa.create_engine(url)
+        self.events = 0
+        self.api = PhaseCpu({"workers": lambda: processes_named(str(server_config)),
+                             "postgresql": self._backends})
+        self.floor = PhaseCpu({"postgresql": self._backends})
+
+    def _backends(self) -> list[int]:
+        with self._engine.connect() as conn:
+            return list(conn.execute(sa.text(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND backend_type = 'client backend' AND pid <> pg_backend_pid()")).scalars())
+
+    def report(self) -> str:
+        if not (self.api.available and self.events):
+            return "  (no /proc here: CPU not measured)"
+        per = 1000 / self.events * 1000  # seconds over all events -> ms per 1000 events
+
+        def line(meter: PhaseCpu, names: dict[str, str]) -> str:
+            parts = [f"{label} {meter.seconds[key] * per:5.1f}" for key, label in names.items()]
+            total = sum(meter.seconds[key] for key in names) * per
+            busy = meter.busy()
+            share = f", cores busy {busy:.0%}" if busy is not None else ""
+            return f"{', '.join(parts)}; total {total:5.1f}{share}"
+
+        return ("  CPU ms per 1000 events, api:   "
+                + line(self.api, {"workers": "workers", "postgresql": "their PostgreSQL",
+                                  "own": "client"})
+                + "\n  CPU ms per 1000 events, floor: "
+                + line(self.floor, {"own": "Python", "postgresql": "PostgreSQL"}))
+
+    def close(self) -> None:
+        self._engine.dispose()
 
 
 def drop_baseline_table(url: str) -> None:
@@ -350,6 +406,7 @@ def main() -> int:
     # alike); each round posts new events (the database grows the same way for both).
     api_rates: dict[str, list[float]] = {name: [] for name in workloads}
     floor_rates: dict[str, list[float]] = {name: [] for name in workloads}
+    cpu: dict[str, CpuSplit] = {}
     with ExitStack() as stack:
         if args.target:
             # An already running tally-reporting; --db-url is its database (the
@@ -360,6 +417,10 @@ def main() -> int:
             url = stack.enter_context(fresh_database(args.pg_url))
             workdir = stack.enter_context(tempfile.TemporaryDirectory())
             base_url, token = stack.enter_context(server(url, Path(workdir)))
+            # The server and its database are this machine's: their CPU is readable.
+            for name in workloads:
+                cpu[name] = CpuSplit(url, Path(workdir) / "reporting.conf")
+                stack.callback(cpu[name].close)
         upkeep = "yes" if args.analyze_between_rounds else "no (upkeep is the server's)"
         print(f"server autovacuum: {autovacuum_setting(url)}; ANALYZE between rounds: {upkeep}",
               flush=True)
@@ -372,7 +433,8 @@ def main() -> int:
                 analyze(url)
             for name in workloads:
                 events = WORKLOADS[name](args.events, f"r{round_}-{name}-{tag}")
-                api_rate, floor_rate = interleaved(base_url, token, url, events)
+                api_rate, floor_rate = interleaved(base_url, token, url, events,
+                                                   meters=cpu.get(name))
                 api_rates[name].append(api_rate)
                 floor_rates[name].append(floor_rate)
                 print(f"round {round_ + 1} {name:>10}: api {api_rate:8,.0f} events/s, "
@@ -390,6 +452,8 @@ def main() -> int:
         print(f"  {name:>10}: api {statistics.median(api_rates[name]):8,.0f} events/s, "
               f"floor {statistics.median(floor_rates[name]):8,.0f} events/s, "
               f"ratio {statistics.median(ratios):.2f} median, {max(ratios):.2f} best{target}")
+        if name in cpu:
+            print(cpu[name].report())
     if args.no_late_fold:
         return 0
 
