@@ -3,7 +3,7 @@
 A bench that shares its cores with the server it measures (two cores here) is bound by
 the CPU all of them use: these figures say where a phase's time went (the server's
 workers, their PostgreSQL backends, the posting client) without a profiler attached.
-Where ``/proc`` is absent every figure is None and the bench prints none.
+Where ``/proc`` is absent nothing is measured and the bench says so.
 """
 
 from __future__ import annotations
@@ -65,14 +65,14 @@ class PhaseCpu:
     """CPU seconds per group of processes over the phases measured with ``measure``.
 
     ``groups`` name a function listing a group's pids, called at each phase's start and
-    end: a process that appears during a phase counts from zero, one that ends
-    during it counts up to its last reading.  The group ``own`` is this process
-    (every thread)."""
+    end: a process that appears during a phase counts from zero; one that ends during
+    it adds nothing (its CPU since the start's reading is not seen).  The group
+    ``own`` is this process (every thread)."""
 
     def __init__(self, groups: dict[str, Callable[[], list[int]]]) -> None:
         self.groups = groups
         self.seconds: dict[str, float] = defaultdict(float)
-        self.busy_share: list[tuple[int, int]] = []
+        self._core_jiffies: list[tuple[int, int]] = []  # (busy, total) per phase
         self.available = machine_times() is not None
 
     def _read(self) -> dict[str, dict[int, float]]:
@@ -100,10 +100,10 @@ class PhaseCpu:
                     end = process_seconds(pid) or start
                 self.seconds[name] += end - start
         if machine is not None and after_machine is not None:
-            self.busy_share.append((after_machine[0] - machine[0],
+            self._core_jiffies.append((after_machine[0] - machine[0],
                                     after_machine[1] - machine[1]))
 
     def busy(self) -> float | None:
         """The share of every core's time that was busy over the phases (0-1)."""
-        total = sum(t for _, t in self.busy_share)
-        return sum(b for b, _ in self.busy_share) / total if total else None
+        total = sum(t for _, t in self._core_jiffies)
+        return sum(b for b, _ in self._core_jiffies) / total if total else None
