@@ -153,12 +153,22 @@ def _definitions(table: sa.Table, columns: tuple[str, ...]) -> str:
     return ", ".join(f"{_quoted(c)} {column_type(table, c)}" for c in columns)
 
 
+def insert_statement(table: sa.Table, columns: Sequence[str], name: str) -> str:
+    """``INSERT INTO table (columns) SELECT ...`` of the rows of ``name``'s
+    parameters (``insert_params``)."""
+    batch = table_columns(table, tuple(columns))
+    names = ", ".join(_quoted(c.name) for c in batch)
+    return (f"INSERT INTO {table.name} ({names}) "  # noqa: S608 - names come from the model
+            f"SELECT {names} FROM {column_rows(batch, name)}")
+
+
+def insert_params(table: sa.Table, name: str, rows: Sequence[Mapping[str, Any]]
+                  ) -> dict[str, str]:
+    """The parameters of ``insert_statement`` for ``rows`` (all with the same keys)."""
+    return column_params(table_columns(table, tuple(rows[0])), name, rows)
+
+
 def insert(session: Session, table: sa.Table, rows: Sequence[dict[str, Any]]) -> None:
     """INSERT every row (all rows carry the same keys)."""
-    columns = table_columns(table, tuple(rows[0]))
-    names = ", ".join(_quoted(c.name) for c in columns)
-    statement = (
-        f"INSERT INTO {table.name} ({names}) "  # noqa: S608 - names come from the model
-        f"SELECT {names} FROM {column_rows(columns, 'batch')}"
-    )
-    session.execute(sa.text(statement), column_params(columns, "batch", rows))
+    session.execute(sa.text(insert_statement(table, list(rows[0]), "batch")),
+                    insert_params(table, "batch", rows))

@@ -27,10 +27,6 @@ from reporting.db.writes.base import CURRENT, INTERVALS, KEY_NAMES, FoldWrites
 OPEN = ' AND t."end" IS NULL'
 
 
-def _names(columns: Sequence[str]) -> str:
-    return ", ".join(f'"{c}"' for c in columns)
-
-
 def located_update(table: sa.Table, name: str, columns: Sequence[str], check: str,
                    where: str = "") -> str:
     """A CTE ``name`` updating ``columns`` of the rows at the locators ``:{name}_at``
@@ -63,16 +59,7 @@ def located_params(name: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, st
 
 
 def _insert(table: sa.Table, name: str, columns: Sequence[str]) -> str:
-    batch = pg_batch.table_columns(table, tuple(columns))
-    return (
-        f"{name} AS (INSERT INTO {table.name} ({_names(columns)}) "  # noqa: S608 - model names
-        f"SELECT {_names(columns)} FROM {pg_batch.column_rows(batch, name)} RETURNING 1)"
-    )
-
-
-def _insert_params(table: sa.Table, name: str, rows: Sequence[Mapping[str, Any]]
-                   ) -> dict[str, str]:
-    return pg_batch.column_params(pg_batch.table_columns(table, tuple(rows[0])), name, rows)
+    return f"{name} AS ({pg_batch.insert_statement(table, columns, name)} RETURNING 1)"
 
 
 def write_fold(session: Session, planned: FoldWrites) -> None:
@@ -93,7 +80,7 @@ def write_fold(session: Session, planned: FoldWrites) -> None:
         counted["ended"] = len(planned.ended_intervals)
     if planned.new_intervals:
         parts.append(_insert(INTERVALS, "opened", list(planned.new_intervals[0])))
-        params.update(_insert_params(INTERVALS, "opened", planned.new_intervals))
+        params.update(pg_batch.insert_params(INTERVALS, "opened", planned.new_intervals))
     if planned.changed_rows:
         columns = [c for c in planned.changed_rows[0][1]
                    if c not in KEY_NAMES and c != "resource_id"]
@@ -108,7 +95,7 @@ def write_fold(session: Session, planned: FoldWrites) -> None:
         counted["changed"] = len(planned.changed_rows)
     if planned.new_rows:
         parts.append(_insert(CURRENT, "added", list(planned.new_rows[0])))
-        params.update(_insert_params(CURRENT, "added", planned.new_rows))
+        params.update(pg_batch.insert_params(CURRENT, "added", planned.new_rows))
     if not parts:
         return
     counts = ", ".join(f"(SELECT count(*) FROM {name})"  # noqa: S608 - our CTE names
